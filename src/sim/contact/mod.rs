@@ -1,0 +1,17 @@
+//! Contact between soft bodies and obstacles.
+//!
+//! 1. [`obstacle`]: parry3d shapes with a pose and a velocity; closest point, normal and depth.
+//! 2. [`narrowphase`]: every collision proxy of a body (surface vertices by default) against the
+//!    obstacles whose bounds it may touch, at the predicted positions.
+//! 3. [`constraints`]: contacts become rows `n'(sum_k w_k x_k - p) >= 0` (eq. (8) of
+//!    `mprgp-collision-qp.txt`); *collision decoupling* keeps at most one row per vertex, deepest
+//!    first, so `J J'` is diagonal (section 5 of that paper; it picks at random, we pick the
+//!    deepest so that the most dangerous penetration is always resolved, deterministically).
+
+pub mod constraints;
+pub mod narrowphase;
+pub mod obstacle;
+
+pub use constraints::{DecoupledRows, build_rows};
+pub use narrowphase::{Contact, detect_contacts};
+pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};

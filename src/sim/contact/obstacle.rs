@@ -1,0 +1,702 @@
+//! Static and kinematic obstacles: parry3d shapes with a pose and a velocity.
+//!
+//! This module is the one place where the `f64` nalgebra vectors of the core meet parry3d's `f32`
+//! glam types (parry3d >= 0.26 uses glam). Half-spaces and balls are evaluated analytically in
+//! `f64`; every other shape goes through parry3d's point projection. The inside test follows the
+//! facts checked for parry 0.31 (`../shared/DESIGN.md` section 7): exact for convex shapes, a
+//! triangle mesh is built with the `ORIENTED` flag so its pseudo-normals decide inside/outside,
+//! and a height field (whose `contains_point` is always false) is tested by a vertical ray.
+
+use std::sync::Arc;
+
+use nalgebra::UnitQuaternion;
+use parry3d::math::{Pose, Vector};
+use parry3d::query::Ray;
+use parry3d::shape::{Shape, SharedShape, TriMeshFlags};
+use parry3d::utils::Array2;
+use thiserror::Error;
+
+use crate::sim::math::Vec3;
+
+/// The geometry of an obstacle, in its local frame (metres).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ObstacleShape {
+    /// Everything below the plane through the origin with the given outward unit normal.
+    HalfSpace {
+        /// Outward unit normal.
+        normal: Vec3,
+    },
+    /// A box with the given half extents.
+    Cuboid {
+        /// Half extents (m).
+        half_extents: Vec3,
+    },
+    /// A ball.
+    Ball {
+        /// Radius (m).
+        radius: f64,
+    },
+    /// A capsule along the local Y axis.
+    Capsule {
+        /// Half the length of the inner segment (m).
+        half_height: f64,
+        /// Radius (m).
+        radius: f64,
+    },
+    /// The convex hull of a point cloud.
+    ConvexHull {
+        /// The points (m).
+        points: Vec<Vec3>,
+    },
+    /// A triangle mesh, counter-clockwise seen from outside (inside is behind the triangles).
+    TriMesh {
+        /// Vertices (m).
+        vertices: Vec<Vec3>,
+        /// Triangles.
+        indices: Vec<[u32; 3]>,
+    },
+    /// A height field over the local XZ plane, heights along +Y.
+    HeightField {
+        /// Heights (m), `rows x cols`, row-major: `heights[r * cols + c]`, rows along Z.
+        heights: Vec<f64>,
+        /// Number of rows (>= 2).
+        rows: usize,
+        /// Number of columns (>= 2).
+        cols: usize,
+        /// Size of the field: X and Z extents and a height multiplier (m).
+        scale: Vec3,
+    },
+}
+
+/// Why an obstacle could not be built.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ObstacleError {
+    /// A size or coordinate is not finite, or a size is not positive.
+    #[error("obstacle {what} must be finite{positive}, got {value}", positive = if *.positive { " and > 0" } else { "" })]
+    InvalidValue {
+        /// Which parameter.
+        what: &'static str,
+        /// The offending value.
+        value: f64,
+        /// Whether it had to be positive.
+        positive: bool,
+    },
+    /// A convex hull needs at least four non-coplanar points.
+    #[error("the convex hull of {0} points is degenerate")]
+    DegenerateHull(usize),
+    /// The triangle mesh is empty or has invalid indices.
+    #[error("invalid triangle mesh: {0}")]
+    InvalidTriMesh(String),
+    /// The height field grid is smaller than 2x2 or the heights do not fill it.
+    #[error(
+        "height field needs rows, cols >= 2 and rows*cols heights; got {rows}x{cols} with {len}"
+    )]
+    InvalidHeightField {
+        /// Rows given.
+        rows: usize,
+        /// Columns given.
+        cols: usize,
+        /// Heights given.
+        len: usize,
+    },
+}
+
+/// A contact candidate of a point against an obstacle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObstacleContact {
+    /// Closest point on the obstacle's surface (m, world).
+    pub point: Vec3,
+    /// Unit normal pointing out of the obstacle (world).
+    pub normal: Vec3,
+    /// Penetration depth (m): positive inside, negative when outside within the margin.
+    pub depth: f64,
+}
+
+/// A static or kinematic collider.
+///
+/// # Example
+/// ```
+/// use bevy_deformable::sim::{Obstacle, Vec3};
+/// let floor = Obstacle::halfspace(Vec3::y()).unwrap();
+/// let paddle = Obstacle::cuboid(Vec3::new(1.0, 0.1, 0.3)).unwrap().with_position(Vec3::new(0.0, 0.5, 0.0));
+/// assert!(floor.query(Vec3::new(0.0, -0.1, 0.0), 0.0).is_some());
+/// assert!(paddle.query(Vec3::new(3.0, 0.5, 0.0), 0.0).is_none());
+/// ```
+#[derive(Clone)]
+pub struct Obstacle {
+    shape: ObstacleShape,
+    parry: Option<SharedShape>,
+    position: Vec3,
+    rotation: UnitQuaternion<f64>,
+    linear_velocity: Vec3,
+    angular_velocity: Vec3,
+    friction: f64,
+}
+
+impl std::fmt::Debug for Obstacle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Obstacle")
+            .field("shape", &self.shape)
+            .field("position", &self.position)
+            .field("rotation", &self.rotation)
+            .field("linear_velocity", &self.linear_velocity)
+            .field("angular_velocity", &self.angular_velocity)
+            .field("friction", &self.friction)
+            .finish()
+    }
+}
+
+fn finite(what: &'static str, value: f64) -> Result<(), ObstacleError> {
+    if value.is_finite() {
+        Ok(())
+    } else {
+        Err(ObstacleError::InvalidValue {
+            what,
+            value,
+            positive: false,
+        })
+    }
+}
+
+fn positive(what: &'static str, value: f64) -> Result<(), ObstacleError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(ObstacleError::InvalidValue {
+            what,
+            value,
+            positive: true,
+        })
+    }
+}
+
+#[inline]
+fn to_parry(v: &Vec3) -> Vector {
+    Vector::new(v.x as f32, v.y as f32, v.z as f32)
+}
+
+#[inline]
+fn from_parry(v: Vector) -> Vec3 {
+    Vec3::new(v.x as f64, v.y as f64, v.z as f64)
+}
+
+impl Obstacle {
+    /// An obstacle from a shape description, at the origin, at rest, friction 0.5.
+    ///
+    /// # Errors
+    /// [`ObstacleError`] for non-finite or non-positive sizes and degenerate geometry.
+    pub fn new(shape: ObstacleShape) -> Result<Self, ObstacleError> {
+        let parry = match &shape {
+            ObstacleShape::HalfSpace { normal } => {
+                for c in normal.iter() {
+                    finite("normal", *c)?;
+                }
+                positive("normal length", normal.norm())?;
+                None
+            }
+            ObstacleShape::Ball { radius } => {
+                positive("radius", *radius)?;
+                None
+            }
+            ObstacleShape::Cuboid { half_extents } => {
+                for c in half_extents.iter() {
+                    positive("half extent", *c)?;
+                }
+                Some(SharedShape::cuboid(
+                    half_extents.x as f32,
+                    half_extents.y as f32,
+                    half_extents.z as f32,
+                ))
+            }
+            ObstacleShape::Capsule {
+                half_height,
+                radius,
+            } => {
+                positive("half height", *half_height)?;
+                positive("radius", *radius)?;
+                Some(SharedShape::capsule_y(*half_height as f32, *radius as f32))
+            }
+            ObstacleShape::ConvexHull { points } => {
+                for p in points {
+                    for c in p.iter() {
+                        finite("hull point", *c)?;
+                    }
+                }
+                let pts: Vec<Vector> = points.iter().map(to_parry).collect();
+                Some(
+                    SharedShape::convex_hull(&pts)
+                        .ok_or(ObstacleError::DegenerateHull(points.len()))?,
+                )
+            }
+            ObstacleShape::TriMesh { vertices, indices } => {
+                for p in vertices {
+                    for c in p.iter() {
+                        finite("mesh vertex", *c)?;
+                    }
+                }
+                if let Some(t) = indices
+                    .iter()
+                    .find(|t| t.iter().any(|&i| i as usize >= vertices.len()))
+                {
+                    return Err(ObstacleError::InvalidTriMesh(format!(
+                        "triangle {t:?} indexes past {} vertices",
+                        vertices.len()
+                    )));
+                }
+                let verts: Vec<Vector> = vertices.iter().map(to_parry).collect();
+                Some(
+                    SharedShape::trimesh_with_flags(verts, indices.clone(), TriMeshFlags::ORIENTED)
+                        .map_err(|e| ObstacleError::InvalidTriMesh(format!("{e:?}")))?,
+                )
+            }
+            ObstacleShape::HeightField {
+                heights,
+                rows,
+                cols,
+                scale,
+            } => {
+                if *rows < 2 || *cols < 2 || heights.len() != rows * cols {
+                    return Err(ObstacleError::InvalidHeightField {
+                        rows: *rows,
+                        cols: *cols,
+                        len: heights.len(),
+                    });
+                }
+                for h in heights {
+                    finite("height", *h)?;
+                }
+                for c in scale.iter() {
+                    positive("height field scale", *c)?;
+                }
+                // parry's Array2 is column-major over (rows along Z, cols along X).
+                let mut data = vec![0.0f32; rows * cols];
+                for r in 0..*rows {
+                    for c in 0..*cols {
+                        data[c * rows + r] = heights[r * cols + c] as f32;
+                    }
+                }
+                Some(SharedShape::heightfield(
+                    Array2::new(*rows, *cols, data),
+                    to_parry(scale),
+                ))
+            }
+        };
+        Ok(Self {
+            shape,
+            parry,
+            position: Vec3::zeros(),
+            rotation: UnitQuaternion::identity(),
+            linear_velocity: Vec3::zeros(),
+            angular_velocity: Vec3::zeros(),
+            friction: 0.5,
+        })
+    }
+
+    /// A half-space (floor, wall) below the plane through the origin with outward `normal`.
+    ///
+    /// # Errors
+    /// [`ObstacleError::InvalidValue`] for a zero or non-finite normal.
+    pub fn halfspace(normal: Vec3) -> Result<Self, ObstacleError> {
+        let n = normal.norm();
+        Self::new(ObstacleShape::HalfSpace {
+            normal: if n > 0.0 { normal / n } else { normal },
+        })
+    }
+
+    /// A box with `half_extents` (m).
+    ///
+    /// # Errors
+    /// [`ObstacleError::InvalidValue`] for a non-positive or non-finite size.
+    pub fn cuboid(half_extents: Vec3) -> Result<Self, ObstacleError> {
+        Self::new(ObstacleShape::Cuboid { half_extents })
+    }
+
+    /// A ball of `radius` (m).
+    ///
+    /// # Errors
+    /// [`ObstacleError::InvalidValue`] for a non-positive or non-finite radius.
+    pub fn ball(radius: f64) -> Result<Self, ObstacleError> {
+        Self::new(ObstacleShape::Ball { radius })
+    }
+
+    /// A capsule along local Y (m).
+    ///
+    /// # Errors
+    /// [`ObstacleError::InvalidValue`] for a non-positive or non-finite size.
+    pub fn capsule(half_height: f64, radius: f64) -> Result<Self, ObstacleError> {
+        Self::new(ObstacleShape::Capsule {
+            half_height,
+            radius,
+        })
+    }
+
+    /// The convex hull of `points` (m).
+    ///
+    /// # Errors
+    /// [`ObstacleError`] for non-finite or degenerate input.
+    pub fn convex_hull(points: Vec<Vec3>) -> Result<Self, ObstacleError> {
+        Self::new(ObstacleShape::ConvexHull { points })
+    }
+
+    /// A triangle mesh (counter-clockwise from outside).
+    ///
+    /// # Errors
+    /// [`ObstacleError`] for non-finite vertices or invalid indices.
+    pub fn trimesh(vertices: Vec<Vec3>, indices: Vec<[u32; 3]>) -> Result<Self, ObstacleError> {
+        Self::new(ObstacleShape::TriMesh { vertices, indices })
+    }
+
+    /// A height field (see [`ObstacleShape::HeightField`]).
+    ///
+    /// # Errors
+    /// [`ObstacleError`] for a grid smaller than 2x2, a size mismatch or non-finite values.
+    pub fn heightfield(
+        heights: Vec<f64>,
+        rows: usize,
+        cols: usize,
+        scale: Vec3,
+    ) -> Result<Self, ObstacleError> {
+        Self::new(ObstacleShape::HeightField {
+            heights,
+            rows,
+            cols,
+            scale,
+        })
+    }
+
+    /// Builder: place the obstacle at `position` (m).
+    pub fn with_position(mut self, position: Vec3) -> Self {
+        self.position = position;
+        self
+    }
+
+    /// Builder: rotate the obstacle.
+    pub fn with_rotation(mut self, rotation: UnitQuaternion<f64>) -> Self {
+        self.rotation = rotation;
+        self
+    }
+
+    /// Builder: Coulomb friction coefficient (combined with the body's by the geometric mean).
+    pub fn with_friction(mut self, friction: f64) -> Self {
+        self.friction = friction.max(0.0);
+        self
+    }
+
+    /// Sets pose and velocities directly (m, rad, m/s, rad/s).
+    pub fn set_state(
+        &mut self,
+        position: Vec3,
+        rotation: UnitQuaternion<f64>,
+        linear_velocity: Vec3,
+        angular_velocity: Vec3,
+    ) {
+        self.position = position;
+        self.rotation = rotation;
+        self.linear_velocity = linear_velocity;
+        self.angular_velocity = angular_velocity;
+    }
+
+    /// Moves a kinematic obstacle to a new pose reached after `dt` seconds; its velocities are set
+    /// from the pose difference so contacts see the motion.
+    pub fn move_to(&mut self, position: Vec3, rotation: UnitQuaternion<f64>, dt: f64) {
+        if dt > 0.0 {
+            self.linear_velocity = (position - self.position) / dt;
+            let delta = rotation * self.rotation.inverse();
+            self.angular_velocity = delta.scaled_axis() / dt;
+        }
+        self.position = position;
+        self.rotation = rotation;
+    }
+
+    /// The shape description.
+    pub fn shape(&self) -> &ObstacleShape {
+        &self.shape
+    }
+
+    /// Position (m).
+    pub fn position(&self) -> Vec3 {
+        self.position
+    }
+
+    /// Rotation.
+    pub fn rotation(&self) -> UnitQuaternion<f64> {
+        self.rotation
+    }
+
+    /// Linear velocity (m/s).
+    pub fn linear_velocity(&self) -> Vec3 {
+        self.linear_velocity
+    }
+
+    /// Friction coefficient.
+    pub fn friction(&self) -> f64 {
+        self.friction
+    }
+
+    /// Velocity (m/s) of the obstacle's material point at world position `p`.
+    pub fn velocity_at(&self, p: &Vec3) -> Vec3 {
+        self.linear_velocity + self.angular_velocity.cross(&(p - self.position))
+    }
+
+    fn pose(&self) -> Pose {
+        let q = self.rotation.quaternion();
+        Pose::from_parts(
+            to_parry(&self.position),
+            parry3d::math::Rotation::from_xyzw(q.i as f32, q.j as f32, q.k as f32, q.w as f32),
+        )
+    }
+
+    /// World-space bounds `(min, max)` (m); `None` for unbounded shapes (half-spaces).
+    pub fn bounds(&self) -> Option<(Vec3, Vec3)> {
+        match &self.shape {
+            ObstacleShape::HalfSpace { .. } => None,
+            ObstacleShape::Ball { radius } => Some((
+                self.position - Vec3::repeat(*radius),
+                self.position + Vec3::repeat(*radius),
+            )),
+            _ => {
+                let shape = self.parry.as_ref()?;
+                let aabb = shape.compute_aabb(&self.pose());
+                let pad = Vec3::repeat(1e-4);
+                Some((from_parry(aabb.mins) - pad, from_parry(aabb.maxs) + pad))
+            }
+        }
+    }
+
+    /// Does the box `(lo, hi)` inflated by `margin` possibly touch the obstacle?
+    pub fn may_touch(&self, lo: &Vec3, hi: &Vec3, margin: f64) -> bool {
+        match &self.shape {
+            ObstacleShape::HalfSpace { normal } => {
+                let n = self.rotation * normal;
+                // Lowest corner of the box along n.
+                let corner = Vec3::new(
+                    if n.x > 0.0 { lo.x } else { hi.x },
+                    if n.y > 0.0 { lo.y } else { hi.y },
+                    if n.z > 0.0 { lo.z } else { hi.z },
+                );
+                n.dot(&(corner - self.position)) <= margin
+            }
+            _ => match self.bounds() {
+                Some((olo, ohi)) => {
+                    (0..3).all(|k| lo[k] - margin <= ohi[k] && hi[k] + margin >= olo[k])
+                }
+                None => true,
+            },
+        }
+    }
+
+    /// The contact of point `q` (m, world) with this obstacle if it is inside, or outside closer
+    /// than `margin` (m).
+    pub fn query(&self, q: Vec3, margin: f64) -> Option<ObstacleContact> {
+        match &self.shape {
+            ObstacleShape::HalfSpace { normal } => {
+                let n = self.rotation * normal;
+                let d = n.dot(&(q - self.position));
+                (d < margin).then(|| ObstacleContact {
+                    point: q - d * n,
+                    normal: n,
+                    depth: -d,
+                })
+            }
+            ObstacleShape::Ball { radius } => {
+                let r = q - self.position;
+                let dist = r.norm();
+                let d = dist - radius;
+                if d >= margin {
+                    return None;
+                }
+                let normal = if dist > 1e-12 { r / dist } else { Vec3::y() };
+                Some(ObstacleContact {
+                    point: self.position + *radius * normal,
+                    normal,
+                    depth: -d,
+                })
+            }
+            ObstacleShape::HeightField { .. } => self.query_heightfield(q, margin),
+            _ => self.query_parry(q, margin),
+        }
+    }
+
+    fn query_parry(&self, q: Vec3, margin: f64) -> Option<ObstacleContact> {
+        let shape = self.parry.as_ref()?;
+        let pose = self.pose();
+        let proj = shape.project_point(&pose, to_parry(&q), false);
+        let p = from_parry(proj.point);
+        let diff = q - p;
+        let dist = diff.norm();
+        if proj.is_inside {
+            let normal = if dist > 1e-9 {
+                -diff / dist
+            } else {
+                self.fallback_normal(&q)
+            };
+            Some(ObstacleContact {
+                point: p,
+                normal,
+                depth: dist,
+            })
+        } else if dist < margin {
+            let normal = if dist > 1e-9 {
+                diff / dist
+            } else {
+                self.fallback_normal(&q)
+            };
+            Some(ObstacleContact {
+                point: p,
+                normal,
+                depth: -dist,
+            })
+        } else {
+            None
+        }
+    }
+
+    fn query_heightfield(&self, q: Vec3, margin: f64) -> Option<ObstacleContact> {
+        let shape: &Arc<dyn Shape> = &self.parry.as_ref()?.0;
+        let local = self.rotation.inverse() * (q - self.position);
+        let aabb = shape.compute_local_aabb();
+        let top = aabb.maxs.y as f64 + 1.0;
+        let ray = Ray::new(
+            Vector::new(local.x as f32, top as f32, local.z as f32),
+            Vector::new(0.0, -1.0, 0.0),
+        );
+        let below_surface = shape
+            .cast_local_ray(&ray, f32::MAX, true)
+            .map(|toi| local.y < top - toi as f64)
+            .unwrap_or(false);
+        let proj = shape.project_local_point(to_parry(&local), false);
+        let p_local = from_parry(proj.point);
+        let diff = local - p_local;
+        let dist = diff.norm();
+        let up = self.rotation * Vec3::y();
+        let p = self.rotation * p_local + self.position;
+        if below_surface {
+            let normal = if dist > 1e-9 {
+                self.rotation * (-diff / dist)
+            } else {
+                up
+            };
+            Some(ObstacleContact {
+                point: p,
+                normal,
+                depth: dist,
+            })
+        } else if dist < margin {
+            let normal = if dist > 1e-9 {
+                self.rotation * (diff / dist)
+            } else {
+                up
+            };
+            Some(ObstacleContact {
+                point: p,
+                normal,
+                depth: -dist,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Normal for a point exactly on the surface: away from the obstacle's centre.
+    fn fallback_normal(&self, q: &Vec3) -> Vec3 {
+        let r = q - self.position;
+        let n = r.norm();
+        if n > 1e-12 {
+            r / n
+        } else {
+            self.rotation * Vec3::y()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halfspace_ball_and_cuboid_queries_are_exact() {
+        let floor = Obstacle::halfspace(Vec3::new(0.0, 2.0, 0.0)).unwrap();
+        let c = floor.query(Vec3::new(1.0, -0.25, 2.0), 0.0).unwrap();
+        assert!((c.depth - 0.25).abs() < 1e-15);
+        assert_eq!(c.normal, Vec3::y());
+        assert_eq!(c.point, Vec3::new(1.0, 0.0, 2.0));
+        assert!(floor.query(Vec3::new(0.0, 0.1, 0.0), 0.05).is_none());
+        assert!(floor.query(Vec3::new(0.0, 0.01, 0.0), 0.05).unwrap().depth < 0.0);
+
+        let ball = Obstacle::ball(1.0)
+            .unwrap()
+            .with_position(Vec3::new(0.0, 1.0, 0.0));
+        let c = ball.query(Vec3::new(0.0, 1.5, 0.0), 0.0).unwrap();
+        assert!((c.depth - 0.5).abs() < 1e-12);
+        assert!((c.normal - Vec3::y()).norm() < 1e-12);
+
+        let rot = UnitQuaternion::from_axis_angle(&Vec3::z_axis(), std::f64::consts::FRAC_PI_2);
+        let boxed = Obstacle::cuboid(Vec3::new(2.0, 0.5, 1.0))
+            .unwrap()
+            .with_position(Vec3::new(0.0, 3.0, 0.0))
+            .with_rotation(rot);
+        // Rotated 90 degrees about Z: the box's long axis is now Y; its +x face is at x = 0.5.
+        let c = boxed.query(Vec3::new(0.4, 3.0, 0.0), 0.0).unwrap();
+        assert!((c.depth - 0.1).abs() < 1e-5, "{c:?}");
+        assert!((c.normal - Vec3::x()).norm() < 1e-5);
+        assert!(boxed.query(Vec3::new(0.6, 3.0, 0.0), 0.0).is_none());
+    }
+
+    #[test]
+    fn capsule_hull_trimesh_and_heightfield_detect_penetration() {
+        let cap = Obstacle::capsule(1.0, 0.5).unwrap();
+        let c = cap.query(Vec3::new(0.3, 0.5, 0.0), 0.0).unwrap();
+        assert!((c.depth - 0.2).abs() < 1e-5);
+        let cube: Vec<Vec3> = (0..8)
+            .map(|i| Vec3::new((i & 1) as f64, ((i >> 1) & 1) as f64, ((i >> 2) & 1) as f64))
+            .collect();
+        let hull = Obstacle::convex_hull(cube.clone()).unwrap();
+        let c = hull.query(Vec3::new(0.5, 0.9, 0.5), 0.0).unwrap();
+        assert!((c.depth - 0.1).abs() < 1e-5 && (c.normal - Vec3::y()).norm() < 1e-5);
+        // Closed box as a triangle mesh.
+        let idx = vec![
+            [0, 2, 1],
+            [1, 2, 3],
+            [4, 5, 6],
+            [5, 7, 6],
+            [0, 1, 4],
+            [1, 5, 4],
+            [2, 6, 3],
+            [3, 6, 7],
+            [0, 4, 2],
+            [2, 4, 6],
+            [1, 3, 5],
+            [3, 7, 5],
+        ];
+        let mesh = Obstacle::trimesh(cube, idx).unwrap();
+        let c = mesh.query(Vec3::new(0.5, 0.8, 0.5), 0.0).unwrap();
+        assert!((c.depth - 0.2).abs() < 1e-5, "{c:?}");
+        assert!(mesh.query(Vec3::new(0.5, 1.3, 0.5), 0.0).is_none());
+        // A flat height field at y = 0.5 spanning 4 m.
+        let hf = Obstacle::heightfield(vec![0.5; 9], 3, 3, Vec3::new(4.0, 1.0, 4.0)).unwrap();
+        let c = hf.query(Vec3::new(0.3, 0.2, -0.4), 0.0).unwrap();
+        assert!((c.depth - 0.3).abs() < 1e-5, "{c:?}");
+        assert!((c.normal - Vec3::y()).norm() < 1e-5);
+        assert!(hf.query(Vec3::new(0.3, 0.7, -0.4), 0.0).is_none());
+    }
+
+    #[test]
+    fn bad_input_is_rejected() {
+        assert!(Obstacle::ball(-1.0).is_err());
+        assert!(Obstacle::halfspace(Vec3::zeros()).is_err());
+        assert!(Obstacle::cuboid(Vec3::new(1.0, f64::NAN, 1.0)).is_err());
+        assert!(Obstacle::convex_hull(vec![Vec3::zeros(); 3]).is_err());
+        assert!(Obstacle::trimesh(vec![Vec3::zeros()], vec![[0, 1, 2]]).is_err());
+        assert!(Obstacle::heightfield(vec![0.0; 3], 2, 2, Vec3::repeat(1.0)).is_err());
+    }
+
+    #[test]
+    fn kinematic_velocity_from_motion() {
+        let mut o = Obstacle::cuboid(Vec3::repeat(0.5)).unwrap();
+        o.move_to(Vec3::new(0.1, 0.0, 0.0), UnitQuaternion::identity(), 0.05);
+        assert!((o.linear_velocity() - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-12);
+        assert!(
+            (o.velocity_at(&Vec3::new(5.0, 5.0, 5.0)) - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-12
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! Material parameters of a soft body and their conversion to the weights of Projective Dynamics.
+//!
+//! A [`SoftMaterial`] is described the way an engineer or a designer thinks of it: Young's modulus
+//! `E` (Pa), Poisson ratio `nu`, density `rho` (kg/m^3). The solver needs the Lame parameters
+//! `mu = E / (2 (1 + nu))` and `lambda = E nu / ((1 + nu) (1 - 2 nu))` (Pa), which weight the
+//! two Projective Dynamics constraints of every tetrahedron (see [`crate::sim::pd`]):
+//! the corotated (as-rigid-as-possible) term with weight `2 mu V` and the volume term with weight
+//! `lambda V`, `V` the rest volume (m^3).
+//!
+//! Optional strain limits give the *biphasic* material of the localized-collisions PD paper
+//! (`pd-localized-collisions-schur.txt`, section on material models): soft while the principal
+//! stretches stay inside `[min, max]`, stiff outside.
+
+use thiserror::Error;
+
+/// Principal-stretch limits of a biphasic material.
+///
+/// Inside `[min_stretch, max_stretch]` the extra constraint is satisfied exactly and adds no force;
+/// outside it pulls the stretch back with `stiffness_scale` times the corotated weight `2 mu V`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StrainLimits {
+    /// Smallest allowed principal stretch (dimensionless, `0 < min_stretch <= 1`). Default: 0.8.
+    pub min_stretch: f64,
+    /// Largest allowed principal stretch (dimensionless, `>= 1`). Default: 1.2.
+    pub max_stretch: f64,
+    /// Stiffness of the limit as a multiple of the corotated weight (dimensionless, `> 0`).
+    /// Default: 10.
+    pub stiffness_scale: f64,
+}
+
+impl Default for StrainLimits {
+    fn default() -> Self {
+        Self {
+            min_stretch: 0.8,
+            max_stretch: 1.2,
+            stiffness_scale: 10.0,
+        }
+    }
+}
+
+/// The physical material of a soft body.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SoftMaterial {
+    /// Young's modulus `E` in pascals (Pa), `> 0`. Default: 2.0e5 (soft rubber).
+    pub youngs_modulus: f64,
+    /// Poisson ratio `nu`, dimensionless, in `(-1, 0.5)`. Default: 0.4.
+    pub poisson_ratio: f64,
+    /// Mass density in kg/m^3, `> 0`. Default: 1000.
+    pub density: f64,
+    /// Damping rate of the deformation in 1/s, `>= 0`: the non-rigid part of the vertex velocities
+    /// decays like `exp(-damping * t)`; rigid translation and rotation are never damped.
+    /// Default: 1.0.
+    pub damping: f64,
+    /// Coulomb friction coefficient against obstacles, dimensionless, `>= 0`. Default: 0.5.
+    pub friction: f64,
+    /// Optional strain limits (biphasic material). Default: `None`.
+    pub strain_limits: Option<StrainLimits>,
+}
+
+impl Default for SoftMaterial {
+    fn default() -> Self {
+        Self::RUBBER
+    }
+}
+
+/// Why a [`SoftMaterial`] was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Error)]
+pub enum MaterialError {
+    /// Young's modulus must be a finite value above zero.
+    #[error("Young's modulus must be finite and > 0 Pa, got {0}")]
+    YoungsModulus(f64),
+    /// The Poisson ratio must lie strictly between -1 and 0.5.
+    #[error("Poisson ratio must be finite and in (-1, 0.5), got {0}")]
+    PoissonRatio(f64),
+    /// The density must be a finite value above zero.
+    #[error("density must be finite and > 0 kg/m^3, got {0}")]
+    Density(f64),
+    /// The damping rate must be finite and non-negative.
+    #[error("damping must be finite and >= 0 1/s, got {0}")]
+    Damping(f64),
+    /// The friction coefficient must be finite and non-negative.
+    #[error("friction coefficient must be finite and >= 0, got {0}")]
+    Friction(f64),
+    /// Strain limits need `0 < min <= 1 <= max` and a positive stiffness scale.
+    #[error("strain limits need 0 < min <= 1 <= max and stiffness_scale > 0, got {0:?}")]
+    StrainLimits(StrainLimits),
+}
+
+impl SoftMaterial {
+    /// Soft jelly: E = 2e4 Pa, nu = 0.45, 1000 kg/m^3.
+    pub const JELLY: Self = Self {
+        youngs_modulus: 2.0e4,
+        poisson_ratio: 0.45,
+        density: 1000.0,
+        damping: 0.5,
+        friction: 0.4,
+        strain_limits: None,
+    };
+    /// Rubber-like: E = 2e5 Pa, nu = 0.4, 1100 kg/m^3.
+    pub const RUBBER: Self = Self {
+        youngs_modulus: 2.0e5,
+        poisson_ratio: 0.4,
+        density: 1100.0,
+        damping: 1.0,
+        friction: 0.8,
+        strain_limits: None,
+    };
+    /// Flesh: soft but strain-limited (biphasic), E = 5e4 Pa, nu = 0.45, 1050 kg/m^3.
+    pub const FLESH: Self = Self {
+        youngs_modulus: 5.0e4,
+        poisson_ratio: 0.45,
+        density: 1050.0,
+        damping: 2.0,
+        friction: 0.6,
+        strain_limits: Some(StrainLimits {
+            min_stretch: 0.8,
+            max_stretch: 1.2,
+            stiffness_scale: 10.0,
+        }),
+    };
+    /// Stiff foam: E = 1e6 Pa, nu = 0.2, 200 kg/m^3.
+    pub const STIFF_FOAM: Self = Self {
+        youngs_modulus: 1.0e6,
+        poisson_ratio: 0.2,
+        density: 200.0,
+        damping: 1.0,
+        friction: 0.7,
+        strain_limits: None,
+    };
+
+    /// Checks that every value is physical.
+    ///
+    /// # Errors
+    /// The first offending field as a [`MaterialError`].
+    pub fn validate(&self) -> Result<(), MaterialError> {
+        let e = self.youngs_modulus;
+        if !(e.is_finite() && e > 0.0) {
+            return Err(MaterialError::YoungsModulus(e));
+        }
+        let nu = self.poisson_ratio;
+        if !(nu.is_finite() && nu > -1.0 && nu < 0.5) {
+            return Err(MaterialError::PoissonRatio(nu));
+        }
+        if !(self.density.is_finite() && self.density > 0.0) {
+            return Err(MaterialError::Density(self.density));
+        }
+        if !(self.damping.is_finite() && self.damping >= 0.0) {
+            return Err(MaterialError::Damping(self.damping));
+        }
+        if !(self.friction.is_finite() && self.friction >= 0.0) {
+            return Err(MaterialError::Friction(self.friction));
+        }
+        if let Some(l) = self.strain_limits {
+            let ok = l.min_stretch.is_finite()
+                && l.max_stretch.is_finite()
+                && l.stiffness_scale.is_finite()
+                && l.min_stretch > 0.0
+                && l.min_stretch <= 1.0
+                && l.max_stretch >= 1.0
+                && l.stiffness_scale > 0.0;
+            if !ok {
+                return Err(MaterialError::StrainLimits(l));
+            }
+        }
+        Ok(())
+    }
+
+    /// First Lame parameter `mu` (shear modulus), Pa.
+    pub fn lame_mu(&self) -> f64 {
+        self.youngs_modulus / (2.0 * (1.0 + self.poisson_ratio))
+    }
+
+    /// Second Lame parameter `lambda`, Pa.
+    pub fn lame_lambda(&self) -> f64 {
+        let nu = self.poisson_ratio;
+        self.youngs_modulus * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    }
+
+    /// Returns a copy with another Young's modulus (Pa).
+    pub const fn with_youngs_modulus(mut self, pascals: f64) -> Self {
+        self.youngs_modulus = pascals;
+        self
+    }
+
+    /// Returns a copy with another Poisson ratio.
+    pub const fn with_poisson_ratio(mut self, nu: f64) -> Self {
+        self.poisson_ratio = nu;
+        self
+    }
+
+    /// Returns a copy with another density (kg/m^3).
+    pub const fn with_density(mut self, kg_per_m3: f64) -> Self {
+        self.density = kg_per_m3;
+        self
+    }
+
+    /// Returns a copy with another damping rate (1/s).
+    pub const fn with_damping(mut self, per_second: f64) -> Self {
+        self.damping = per_second;
+        self
+    }
+
+    /// Returns a copy with another friction coefficient.
+    pub const fn with_friction(mut self, mu: f64) -> Self {
+        self.friction = mu;
+        self
+    }
+
+    /// Returns a copy with strain limits (biphasic material).
+    pub const fn with_strain_limits(mut self, limits: StrainLimits) -> Self {
+        self.strain_limits = Some(limits);
+        self
+    }
+
+    /// Weights of the two always-present PD constraints for a tet of rest volume `volume` (m^3):
+    /// `(2 mu V, lambda V)`, and the strain-limit weight (0 without limits).
+    pub(crate) fn pd_weights(&self, volume: f64) -> (f64, f64, f64) {
+        let mu = self.lame_mu();
+        let lambda = self.lame_lambda().max(0.0);
+        let w_corot = 2.0 * mu * volume;
+        let w_vol = lambda * volume;
+        let w_lim = self
+            .strain_limits
+            .map_or(0.0, |l| l.stiffness_scale * w_corot);
+        (w_corot, w_vol, w_lim)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid() {
+        for m in [
+            SoftMaterial::JELLY,
+            SoftMaterial::RUBBER,
+            SoftMaterial::FLESH,
+            SoftMaterial::STIFF_FOAM,
+        ] {
+            assert_eq!(m.validate(), Ok(()));
+        }
+    }
+
+    #[test]
+    fn lame_parameters_match_textbook_values() {
+        let m = SoftMaterial::RUBBER
+            .with_youngs_modulus(1.0e6)
+            .with_poisson_ratio(0.25);
+        assert!((m.lame_mu() - 4.0e5).abs() < 1e-6);
+        assert!((m.lame_lambda() - 4.0e5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn non_physical_values_are_rejected() {
+        let m = SoftMaterial::RUBBER;
+        assert_eq!(
+            m.with_youngs_modulus(0.0).validate(),
+            Err(MaterialError::YoungsModulus(0.0))
+        );
+        assert!(matches!(
+            m.with_youngs_modulus(f64::NAN).validate(),
+            Err(MaterialError::YoungsModulus(_))
+        ));
+        assert_eq!(
+            m.with_poisson_ratio(0.5).validate(),
+            Err(MaterialError::PoissonRatio(0.5))
+        );
+        assert_eq!(
+            m.with_poisson_ratio(-1.0).validate(),
+            Err(MaterialError::PoissonRatio(-1.0))
+        );
+        assert_eq!(
+            m.with_density(-3.0).validate(),
+            Err(MaterialError::Density(-3.0))
+        );
+        assert_eq!(
+            m.with_damping(-1.0).validate(),
+            Err(MaterialError::Damping(-1.0))
+        );
+        assert_eq!(
+            m.with_friction(-0.1).validate(),
+            Err(MaterialError::Friction(-0.1))
+        );
+        let bad = StrainLimits {
+            min_stretch: 1.1,
+            ..StrainLimits::default()
+        };
+        assert_eq!(
+            m.with_strain_limits(bad).validate(),
+            Err(MaterialError::StrainLimits(bad))
+        );
+    }
+}

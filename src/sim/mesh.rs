@@ -1,0 +1,734 @@
+//! Tetrahedral meshes: rest geometry, validation and boundary surface.
+//!
+//! A [`TetMesh`] is the shared, immutable description of a soft body's rest shape: vertex rest
+//! positions (m), tetrahedra as four vertex indices, and everything the solvers precompute from it
+//! once — per-tet rest shape matrices `D_m = [X1-X0, X2-X0, X3-X0]` and their inverses (so the
+//! deformation gradient is `F = D_s D_m^-1`, see [`crate::sim::pd`]), rest volumes
+//! `V = det(D_m) / 6`, and the outward-oriented boundary triangles used for rendering and contact.
+//!
+//! # Validation
+//! [`TetMesh::new`] never trusts its input. In order it rejects: an empty mesh, more vertices than
+//! fit a `u32`, non-finite coordinates, indices out of range, a tet that repeats a vertex,
+//! duplicate tets (the same four vertices twice), and degenerate tets — zero volume or slivers
+//! whose quality `q = 6 sqrt(2) |V| / l_rms^3` (1 for a regular tet, 0 for a flat one, `l_rms` the
+//! root-mean-square edge length) falls below [`MeshValidation::min_quality`]. Inverted tets
+//! (negative signed volume) are reoriented by swapping two vertices and reported in
+//! [`MeshFixes::reoriented_tets`], or rejected with [`InvertedTets::Reject`]. Vertices that no tet
+//! references are dropped and reported in [`MeshFixes::dropped_vertices`].
+
+use thiserror::Error;
+
+use super::lattice::{LatticeTets, capsule_lattice, cuboid_lattice, sphere_lattice};
+use super::math::{Mat3, Vec3};
+use super::mesh_io::{MeshIoError, RawTetMesh, read_gmsh, read_tetgen};
+
+/// What to do with tets whose signed volume is negative.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InvertedTets {
+    /// Swap two vertices so the tet is positively oriented, and report it. Default.
+    #[default]
+    Reorient,
+    /// Reject the mesh with [`MeshError::InvertedTet`].
+    Reject,
+}
+
+/// Options of [`TetMesh::with_validation`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeshValidation {
+    /// Smallest accepted tet quality `6 sqrt(2) |V| / l_rms^3` (dimensionless, regular tet = 1).
+    /// Default: 1e-3.
+    pub min_quality: f64,
+    /// Policy for inverted tets. Default: [`InvertedTets::Reorient`].
+    pub inverted: InvertedTets,
+}
+
+impl Default for MeshValidation {
+    fn default() -> Self {
+        Self {
+            min_quality: 1e-3,
+            inverted: InvertedTets::Reorient,
+        }
+    }
+}
+
+/// Why a tet mesh was rejected. Indices refer to the input as given.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum MeshError {
+    /// The mesh has no vertices or no tets.
+    #[error("the mesh is empty ({vertices} vertices, {tets} tets)")]
+    Empty {
+        /// Number of vertices given.
+        vertices: usize,
+        /// Number of tets given.
+        tets: usize,
+    },
+    /// More vertices than a `u32` index can address.
+    #[error("the mesh has {0} vertices; at most u32::MAX are supported")]
+    TooManyVertices(usize),
+    /// A vertex coordinate is NaN or infinite.
+    #[error("vertex {vertex} has a non-finite coordinate {position:?}")]
+    NonFiniteVertex {
+        /// Index of the vertex.
+        vertex: usize,
+        /// Its coordinates.
+        position: [f64; 3],
+    },
+    /// A tet names a vertex that does not exist.
+    #[error("tet {tet} references vertex {index}, but the mesh has {vertex_count} vertices")]
+    IndexOutOfRange {
+        /// Index of the tet.
+        tet: usize,
+        /// The offending vertex index.
+        index: usize,
+        /// Number of vertices in the mesh.
+        vertex_count: usize,
+    },
+    /// A tet uses the same vertex twice.
+    #[error("tet {tet} repeats a vertex: {vertices:?}")]
+    RepeatedVertex {
+        /// Index of the tet.
+        tet: usize,
+        /// Its vertex indices.
+        vertices: [usize; 4],
+    },
+    /// Two tets have the same four vertices.
+    #[error("tet {tet} duplicates tet {duplicate_of}")]
+    DuplicateTet {
+        /// Index of the later tet.
+        tet: usize,
+        /// Index of the earlier tet with the same vertices.
+        duplicate_of: usize,
+    },
+    /// A tet has (near) zero volume: its quality is below the threshold.
+    #[error(
+        "tet {tet} is degenerate: volume {volume:e} m^3, quality {quality:e} below {min_quality:e}"
+    )]
+    DegenerateTet {
+        /// Index of the tet.
+        tet: usize,
+        /// Its signed volume (m^3).
+        volume: f64,
+        /// Its quality `6 sqrt(2) |V| / l_rms^3`.
+        quality: f64,
+        /// The threshold in force.
+        min_quality: f64,
+    },
+    /// A tet is inverted and the policy was [`InvertedTets::Reject`].
+    #[error("tet {tet} is inverted (signed volume {volume:e} m^3)")]
+    InvertedTet {
+        /// Index of the tet.
+        tet: usize,
+        /// Its signed volume (m^3).
+        volume: f64,
+    },
+    /// A builder got a size that is not finite and positive.
+    #[error("{what} must be finite and > 0, got {value}")]
+    InvalidSize {
+        /// Which parameter.
+        what: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// A mesh file could not be parsed.
+    #[error("mesh file: {0}")]
+    Io(#[from] MeshIoError),
+}
+
+/// Repairs made while validating a mesh.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MeshFixes {
+    /// Tets (input indices) that were inverted and reoriented.
+    pub reoriented_tets: Vec<usize>,
+    /// Vertices (input indices) that no tet referenced and were dropped.
+    pub dropped_vertices: Vec<usize>,
+}
+
+impl MeshFixes {
+    /// True if nothing was repaired.
+    pub fn is_empty(&self) -> bool {
+        self.reoriented_tets.is_empty() && self.dropped_vertices.is_empty()
+    }
+}
+
+/// A validated tetrahedral mesh in its rest configuration.
+///
+/// # Example
+/// ```
+/// use bevy_deformable::sim::{TetMesh, Vec3};
+/// let cube = TetMesh::try_cuboid(Vec3::new(0.5, 0.5, 0.5), 4).unwrap();
+/// assert!((cube.total_volume() - 1.0).abs() < 1e-12);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TetMesh {
+    rest_positions: Vec<Vec3>,
+    tets: Vec<[u32; 4]>,
+    surface: Vec<[u32; 3]>,
+    surface_vertices: Vec<u32>,
+    inv_rest_shape: Vec<Mat3>,
+    rest_volumes: Vec<f64>,
+    fixes: MeshFixes,
+}
+
+/// Signed volume (m^3) of the tet `(a, b, c, d)`.
+#[inline]
+pub fn signed_volume(a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> f64 {
+    (b - a).cross(&(c - a)).dot(&(d - a)) / 6.0
+}
+
+/// Quality `6 sqrt(2) |V| / l_rms^3` of the tet: 1 for a regular tet, 0 for a flat one.
+pub fn tet_quality(a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> f64 {
+    let e2 = (b - a).norm_squared()
+        + (c - a).norm_squared()
+        + (d - a).norm_squared()
+        + (c - b).norm_squared()
+        + (d - b).norm_squared()
+        + (d - c).norm_squared();
+    let l_rms = (e2 / 6.0).sqrt();
+    if l_rms == 0.0 {
+        return 0.0;
+    }
+    6.0 * std::f64::consts::SQRT_2 * signed_volume(a, b, c, d).abs() / (l_rms * l_rms * l_rms)
+}
+
+impl TetMesh {
+    /// Validates and builds a mesh with the default [`MeshValidation`].
+    ///
+    /// # Errors
+    /// A [`MeshError`] naming the first offending vertex or tet (see the module docs).
+    pub fn new(positions: Vec<Vec3>, tets: Vec<[usize; 4]>) -> Result<Self, MeshError> {
+        Self::with_validation(positions, tets, MeshValidation::default())
+    }
+
+    /// Validates and builds a mesh with explicit validation options.
+    ///
+    /// # Errors
+    /// A [`MeshError`] naming the first offending vertex or tet (see the module docs).
+    pub fn with_validation(
+        positions: Vec<Vec3>,
+        mut tets: Vec<[usize; 4]>,
+        options: MeshValidation,
+    ) -> Result<Self, MeshError> {
+        if positions.is_empty() || tets.is_empty() {
+            return Err(MeshError::Empty {
+                vertices: positions.len(),
+                tets: tets.len(),
+            });
+        }
+        if positions.len() > u32::MAX as usize {
+            return Err(MeshError::TooManyVertices(positions.len()));
+        }
+        for (vertex, p) in positions.iter().enumerate() {
+            if !(p.x.is_finite() && p.y.is_finite() && p.z.is_finite()) {
+                return Err(MeshError::NonFiniteVertex {
+                    vertex,
+                    position: [p.x, p.y, p.z],
+                });
+            }
+        }
+        let n = positions.len();
+        for (tet, t) in tets.iter().enumerate() {
+            if let Some(&index) = t.iter().find(|&&i| i >= n) {
+                return Err(MeshError::IndexOutOfRange {
+                    tet,
+                    index,
+                    vertex_count: n,
+                });
+            }
+            if t[0] == t[1]
+                || t[0] == t[2]
+                || t[0] == t[3]
+                || t[1] == t[2]
+                || t[1] == t[3]
+                || t[2] == t[3]
+            {
+                return Err(MeshError::RepeatedVertex { tet, vertices: *t });
+            }
+        }
+        // Duplicates: sort the tets by their sorted vertex sets.
+        let mut keyed: Vec<([usize; 4], usize)> = tets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut k = *t;
+                k.sort_unstable();
+                (k, i)
+            })
+            .collect();
+        keyed.sort_unstable();
+        for w in keyed.windows(2) {
+            if w[0].0 == w[1].0 {
+                return Err(MeshError::DuplicateTet {
+                    tet: w[1].1,
+                    duplicate_of: w[0].1,
+                });
+            }
+        }
+        drop(keyed);
+        // Degenerate and inverted tets.
+        let mut fixes = MeshFixes::default();
+        for (tet, t) in tets.iter_mut().enumerate() {
+            let [a, b, c, d] = t.map(|i| positions[i]);
+            let volume = signed_volume(&a, &b, &c, &d);
+            let quality = tet_quality(&a, &b, &c, &d);
+            if !(quality >= options.min_quality) {
+                return Err(MeshError::DegenerateTet {
+                    tet,
+                    volume,
+                    quality,
+                    min_quality: options.min_quality,
+                });
+            }
+            if volume < 0.0 {
+                match options.inverted {
+                    InvertedTets::Reject => return Err(MeshError::InvertedTet { tet, volume }),
+                    InvertedTets::Reorient => {
+                        t.swap(2, 3);
+                        fixes.reoriented_tets.push(tet);
+                    }
+                }
+            }
+        }
+        // Drop unreferenced vertices.
+        let mut used = vec![false; n];
+        for t in &tets {
+            for &i in t {
+                used[i] = true;
+            }
+        }
+        let mut remap = vec![u32::MAX; n];
+        let mut rest_positions = Vec::with_capacity(n);
+        for (i, p) in positions.iter().enumerate() {
+            if used[i] {
+                remap[i] = rest_positions.len() as u32;
+                rest_positions.push(*p);
+            } else {
+                fixes.dropped_vertices.push(i);
+            }
+        }
+        let tets: Vec<[u32; 4]> = tets.iter().map(|t| t.map(|i| remap[i])).collect();
+        Ok(Self::from_validated(rest_positions, tets, fixes))
+    }
+
+    fn from_validated(rest_positions: Vec<Vec3>, tets: Vec<[u32; 4]>, fixes: MeshFixes) -> Self {
+        let mut inv_rest_shape = Vec::with_capacity(tets.len());
+        let mut rest_volumes = Vec::with_capacity(tets.len());
+        for t in &tets {
+            let [a, b, c, d] = t.map(|i| rest_positions[i as usize]);
+            let dm = Mat3::from_columns(&[b - a, c - a, d - a]);
+            // Validation guarantees a positive volume, so D_m is invertible.
+            inv_rest_shape.push(dm.try_inverse().unwrap_or_else(Mat3::identity));
+            rest_volumes.push(dm.determinant() / 6.0);
+        }
+        let surface = boundary_faces(&tets);
+        let mut surface_vertices: Vec<u32> = surface.iter().flatten().copied().collect();
+        surface_vertices.sort_unstable();
+        surface_vertices.dedup();
+        Self {
+            rest_positions,
+            tets,
+            surface,
+            surface_vertices,
+            inv_rest_shape,
+            rest_volumes,
+            fixes,
+        }
+    }
+
+    fn from_lattice(lattice: LatticeTets) -> Result<Self, MeshError> {
+        let positions = lattice.positions.iter().map(|p| Vec3::from(*p)).collect();
+        Self::new(positions, lattice.tets)
+    }
+
+    /// A box centred at the origin with `half_extents` (m), `resolution` lattice cells along its
+    /// longest side (at least 1).
+    ///
+    /// # Errors
+    /// [`MeshError::InvalidSize`] if a half extent is not finite and positive.
+    pub fn try_cuboid(half_extents: Vec3, resolution: usize) -> Result<Self, MeshError> {
+        for (what, value) in [
+            ("half extent x", half_extents.x),
+            ("half extent y", half_extents.y),
+            ("half extent z", half_extents.z),
+        ] {
+            check_size(what, value)?;
+        }
+        Self::from_lattice(cuboid_lattice(
+            [half_extents.x, half_extents.y, half_extents.z],
+            resolution,
+        ))
+    }
+
+    /// Infallible [`TetMesh::try_cuboid`] for sizes known to be valid.
+    ///
+    /// # Panics
+    /// If a half extent is not finite and positive.
+    pub fn cuboid(half_extents: Vec3, resolution: usize) -> Self {
+        match Self::try_cuboid(half_extents, resolution) {
+            Ok(m) => m,
+            Err(e) => panic!("TetMesh::cuboid: {e}"),
+        }
+    }
+
+    /// A ball of `radius` (m) centred at the origin, `resolution` lattice cells across its
+    /// diameter (at least 2); boundary vertices are snapped onto the sphere.
+    ///
+    /// # Errors
+    /// [`MeshError::InvalidSize`] if the radius is not finite and positive.
+    pub fn try_sphere(radius: f64, resolution: usize) -> Result<Self, MeshError> {
+        check_size("radius", radius)?;
+        Self::from_lattice(sphere_lattice(radius, resolution))
+    }
+
+    /// Infallible [`TetMesh::try_sphere`].
+    ///
+    /// # Panics
+    /// If the radius is not finite and positive.
+    pub fn sphere(radius: f64, resolution: usize) -> Self {
+        match Self::try_sphere(radius, resolution) {
+            Ok(m) => m,
+            Err(e) => panic!("TetMesh::sphere: {e}"),
+        }
+    }
+
+    /// A capsule along +Y: a cylinder of `radius` (m) between `y = -half_height` and
+    /// `y = half_height` with hemispherical caps; `resolution` cells across the diameter.
+    ///
+    /// # Errors
+    /// [`MeshError::InvalidSize`] if a size is not finite and positive.
+    pub fn try_capsule(
+        radius: f64,
+        half_height: f64,
+        resolution: usize,
+    ) -> Result<Self, MeshError> {
+        check_size("radius", radius)?;
+        check_size("half height", half_height)?;
+        Self::from_lattice(capsule_lattice(radius, half_height, resolution))
+    }
+
+    /// Infallible [`TetMesh::try_capsule`].
+    ///
+    /// # Panics
+    /// If a size is not finite and positive.
+    pub fn capsule(radius: f64, half_height: f64, resolution: usize) -> Self {
+        match Self::try_capsule(radius, half_height, resolution) {
+            Ok(m) => m,
+            Err(e) => panic!("TetMesh::capsule: {e}"),
+        }
+    }
+
+    /// Reads a TetGen `.node` / `.ele` pair (file contents) and validates the mesh.
+    ///
+    /// # Errors
+    /// [`MeshError::Io`] with the line of a malformed file, or a validation error.
+    pub fn from_tetgen(node_text: &str, ele_text: &str) -> Result<Self, MeshError> {
+        Self::from_raw(read_tetgen(node_text, ele_text)?)
+    }
+
+    /// Reads a Gmsh ASCII `.msh` file (version 2.2 or 4.1, tetrahedra only) and validates it.
+    ///
+    /// # Errors
+    /// [`MeshError::Io`] with the line of a malformed file, or a validation error.
+    pub fn from_gmsh(msh_text: &str) -> Result<Self, MeshError> {
+        Self::from_raw(read_gmsh(msh_text)?)
+    }
+
+    /// Validates a mesh as read by [`crate::sim::mesh_io`].
+    ///
+    /// # Errors
+    /// A validation [`MeshError`].
+    pub fn from_raw(raw: RawTetMesh) -> Result<Self, MeshError> {
+        let positions = raw.positions.iter().map(|p| Vec3::from(*p)).collect();
+        Self::new(positions, raw.tets)
+    }
+
+    /// Rest positions of the vertices (m).
+    pub fn rest_positions(&self) -> &[Vec3] {
+        &self.rest_positions
+    }
+
+    /// Tets as four vertex indices, positively oriented.
+    pub fn tets(&self) -> &[[u32; 4]] {
+        &self.tets
+    }
+
+    /// Boundary triangles, counter-clockwise seen from outside (normals point out).
+    pub fn surface_triangles(&self) -> &[[u32; 3]] {
+        &self.surface
+    }
+
+    /// Sorted indices of the vertices on the boundary.
+    pub fn surface_vertices(&self) -> &[u32] {
+        &self.surface_vertices
+    }
+
+    /// Inverse rest shape matrix `D_m^-1` of each tet (1/m).
+    pub fn inv_rest_shapes(&self) -> &[Mat3] {
+        &self.inv_rest_shape
+    }
+
+    /// Rest volume of each tet (m^3), all positive.
+    pub fn rest_volumes(&self) -> &[f64] {
+        &self.rest_volumes
+    }
+
+    /// Sum of the rest volumes (m^3).
+    pub fn total_volume(&self) -> f64 {
+        self.rest_volumes.iter().sum()
+    }
+
+    /// Number of vertices.
+    pub fn vertex_count(&self) -> usize {
+        self.rest_positions.len()
+    }
+
+    /// Number of tets.
+    pub fn tet_count(&self) -> usize {
+        self.tets.len()
+    }
+
+    /// Repairs made during validation.
+    pub fn fixes(&self) -> &MeshFixes {
+        &self.fixes
+    }
+
+    /// Lumped vertex masses (kg) for a density (kg/m^3): each tet gives a quarter of its mass to
+    /// each of its vertices.
+    pub fn lumped_masses(&self, density: f64) -> Vec<f64> {
+        let mut m = vec![0.0; self.rest_positions.len()];
+        for (t, v) in self.tets.iter().zip(&self.rest_volumes) {
+            for &i in t {
+                m[i as usize] += 0.25 * density * v;
+            }
+        }
+        m
+    }
+
+    /// Axis-aligned bounds `(min, max)` of the rest positions (m).
+    pub fn rest_bounds(&self) -> (Vec3, Vec3) {
+        bounds(&self.rest_positions)
+    }
+}
+
+/// Axis-aligned bounds `(min, max)` of points; `(+inf, -inf)` for none.
+pub fn bounds(points: &[Vec3]) -> (Vec3, Vec3) {
+    let mut lo = Vec3::repeat(f64::INFINITY);
+    let mut hi = Vec3::repeat(f64::NEG_INFINITY);
+    for p in points {
+        lo = lo.inf(p);
+        hi = hi.sup(p);
+    }
+    (lo, hi)
+}
+
+fn check_size(what: &'static str, value: f64) -> Result<(), MeshError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(MeshError::InvalidSize { what, value })
+    }
+}
+
+/// The faces of positively oriented tets that belong to exactly one tet, oriented outward, in the
+/// order of their tets (deterministic).
+///
+/// For a tet `(a, b, c, d)` with positive volume the outward faces are `(b, c, d)`, `(a, d, c)`,
+/// `(a, b, d)` and `(a, c, b)` (opposite `a`, `b`, `c`, `d`).
+fn boundary_faces(tets: &[[u32; 4]]) -> Vec<[u32; 3]> {
+    let mut faces: Vec<([u32; 3], u32, u8)> = Vec::with_capacity(tets.len() * 4);
+    for (ti, t) in tets.iter().enumerate() {
+        for (fi, f) in local_faces(t).iter().enumerate() {
+            let mut k = *f;
+            k.sort_unstable();
+            faces.push((k, ti as u32, fi as u8));
+        }
+    }
+    faces.sort_unstable();
+    let mut boundary: Vec<(u32, u8)> = Vec::new();
+    let mut i = 0;
+    while i < faces.len() {
+        let mut j = i + 1;
+        while j < faces.len() && faces[j].0 == faces[i].0 {
+            j += 1;
+        }
+        if j - i == 1 {
+            boundary.push((faces[i].1, faces[i].2));
+        }
+        i = j;
+    }
+    boundary.sort_unstable();
+    boundary
+        .into_iter()
+        .map(|(t, f)| local_faces(&tets[t as usize])[f as usize])
+        .collect()
+}
+
+#[inline]
+fn local_faces(t: &[u32; 4]) -> [[u32; 3]; 4] {
+    let [a, b, c, d] = *t;
+    [[b, c, d], [a, d, c], [a, b, d], [a, c, b]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_tet() -> (Vec<Vec3>, Vec<[usize; 4]>) {
+        (
+            vec![Vec3::zeros(), Vec3::x(), Vec3::y(), Vec3::z()],
+            vec![[0, 1, 2, 3]],
+        )
+    }
+
+    #[test]
+    fn single_tet_volume_surface_and_masses() {
+        let (p, t) = unit_tet();
+        let m = TetMesh::new(p, t).unwrap();
+        assert!((m.total_volume() - 1.0 / 6.0).abs() < 1e-15);
+        assert_eq!(m.surface_triangles().len(), 4);
+        let masses = m.lumped_masses(600.0);
+        assert!(masses.iter().all(|&x| (x - 25.0).abs() < 1e-12));
+        // Outward normals: each face normal points away from the opposite vertex.
+        let centroid = Vec3::repeat(0.25);
+        for f in m.surface_triangles() {
+            let [a, b, c] = f.map(|i| m.rest_positions()[i as usize]);
+            let n = (b - a).cross(&(c - a));
+            assert!(n.dot(&(a - centroid)) > 0.0);
+        }
+        // D_m^-1 of the unit tet is the identity.
+        assert!((m.inv_rest_shapes()[0] - Mat3::identity()).norm() < 1e-15);
+    }
+
+    #[test]
+    fn every_error_variant_is_reported() {
+        let (p, t) = unit_tet();
+        assert_eq!(
+            TetMesh::new(vec![], vec![]),
+            Err(MeshError::Empty {
+                vertices: 0,
+                tets: 0
+            })
+        );
+        assert_eq!(
+            TetMesh::new(p.clone(), vec![]),
+            Err(MeshError::Empty {
+                vertices: 4,
+                tets: 0
+            })
+        );
+        let mut nan = p.clone();
+        nan[2].y = f64::NAN;
+        assert!(matches!(
+            TetMesh::new(nan, t.clone()),
+            Err(MeshError::NonFiniteVertex { vertex: 2, .. })
+        ));
+        let mut inf = p.clone();
+        inf[1].z = f64::INFINITY;
+        assert!(matches!(
+            TetMesh::new(inf, t.clone()),
+            Err(MeshError::NonFiniteVertex { vertex: 1, .. })
+        ));
+        assert_eq!(
+            TetMesh::new(p.clone(), vec![[0, 1, 2, 7]]),
+            Err(MeshError::IndexOutOfRange {
+                tet: 0,
+                index: 7,
+                vertex_count: 4
+            })
+        );
+        assert!(matches!(
+            TetMesh::new(p.clone(), vec![[0, 1, 1, 3]]),
+            Err(MeshError::RepeatedVertex { tet: 0, .. })
+        ));
+        assert_eq!(
+            TetMesh::new(p.clone(), vec![[0, 1, 2, 3], [3, 2, 1, 0]]),
+            Err(MeshError::DuplicateTet {
+                tet: 1,
+                duplicate_of: 0
+            })
+        );
+        let mut flat = p.clone();
+        flat[3] = Vec3::new(0.3, 0.3, 0.0);
+        assert!(matches!(
+            TetMesh::new(flat, t.clone()),
+            Err(MeshError::DegenerateTet { tet: 0, .. })
+        ));
+        let mut sliver = p.clone();
+        sliver[3] = Vec3::new(0.3, 0.3, 1e-5);
+        assert!(matches!(
+            TetMesh::new(sliver, t.clone()),
+            Err(MeshError::DegenerateTet { tet: 0, .. })
+        ));
+        let strict = MeshValidation {
+            inverted: InvertedTets::Reject,
+            ..MeshValidation::default()
+        };
+        assert!(matches!(
+            TetMesh::with_validation(p.clone(), vec![[0, 2, 1, 3]], strict),
+            Err(MeshError::InvertedTet { tet: 0, .. })
+        ));
+        assert!(matches!(
+            TetMesh::try_cuboid(Vec3::new(1.0, -1.0, 1.0), 4),
+            Err(MeshError::InvalidSize { .. })
+        ));
+        assert!(matches!(
+            TetMesh::try_sphere(f64::NAN, 4),
+            Err(MeshError::InvalidSize { .. })
+        ));
+        assert!(matches!(
+            TetMesh::from_tetgen("", ""),
+            Err(MeshError::Io(_))
+        ));
+    }
+
+    #[test]
+    fn inverted_tets_are_reoriented_and_unused_vertices_dropped() {
+        let mut p = unit_tet().0;
+        p.insert(0, Vec3::new(5.0, 5.0, 5.0)); // unreferenced
+        let m = TetMesh::new(p, vec![[1, 3, 2, 4]]).unwrap();
+        assert_eq!(m.fixes().reoriented_tets, vec![0]);
+        assert_eq!(m.fixes().dropped_vertices, vec![0]);
+        assert_eq!(m.vertex_count(), 4);
+        assert!(m.rest_volumes()[0] > 0.0);
+    }
+
+    #[test]
+    fn cuboid_surface_is_closed_and_outward() {
+        let m = TetMesh::cuboid(Vec3::new(0.5, 0.25, 0.5), 4);
+        assert!((m.total_volume() - 0.5).abs() < 1e-12);
+        // Divergence theorem: sum over outward faces of (centroid . n) * area / 3 = volume.
+        let mut vol = 0.0;
+        for f in m.surface_triangles() {
+            let [a, b, c] = f.map(|i| m.rest_positions()[i as usize]);
+            vol += a.dot(&b.cross(&c)) / 6.0;
+        }
+        assert!((vol - 0.5).abs() < 1e-12, "{vol}");
+        // Every boundary edge is shared by exactly two boundary faces.
+        let mut edges: Vec<(u32, u32)> = m
+            .surface_triangles()
+            .iter()
+            .flat_map(|f| [(f[0], f[1]), (f[1], f[2]), (f[2], f[0])])
+            .map(|(a, b)| (a.min(b), a.max(b)))
+            .collect();
+        edges.sort_unstable();
+        let mut i = 0;
+        while i < edges.len() {
+            let mut j = i;
+            while j < edges.len() && edges[j] == edges[i] {
+                j += 1;
+            }
+            assert_eq!(j - i, 2);
+            i = j;
+        }
+    }
+
+    #[test]
+    fn armadillo_validates() {
+        let node = include_str!("../../assets/meshes/armadillo_4k.node");
+        let ele = include_str!("../../assets/meshes/armadillo_4k.ele");
+        let m = TetMesh::from_tetgen(node, ele).unwrap();
+        assert_eq!(m.tet_count(), 3717);
+        assert!(m.vertex_count() <= 1180);
+        assert!(m.rest_volumes().iter().all(|&v| v > 0.0));
+        assert!(!m.surface_triangles().is_empty());
+    }
+}

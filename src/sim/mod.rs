@@ -1,0 +1,36 @@
+//! The simulation core: plain Rust, `f64`, no Bevy.
+//!
+//! Everything here takes plain arrays (`&[Vec3]`, indices) and is unit-tested and benchmarked on
+//! its own; the ECS layer converts at the boundary once per step (`../shared/DESIGN.md` section 2).
+//!
+//! | module | what |
+//! | --- | --- |
+//! | [`mesh`] | [`TetMesh`]: rest geometry, validation, boundary surface, lattice builders |
+//! | [`mesh_io`] | TetGen `.node`/`.ele` and Gmsh `.msh` readers |
+//! | [`material`] | [`SoftMaterial`] and its Lame parameters |
+//! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
+//! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve |
+//! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
+//! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
+//! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
+//! | [`world`] | [`SoftWorld`]: bodies, obstacles, the step and its report |
+
+pub mod contact;
+pub mod embed;
+pub(crate) mod lattice;
+pub mod material;
+pub mod math;
+pub mod mesh;
+pub mod mesh_io;
+pub mod pd;
+pub mod polar;
+pub mod qp;
+pub mod sparse;
+pub mod world;
+
+pub use contact::obstacle::{Obstacle, ObstacleShape};
+pub use embed::EmbeddedPoint;
+pub use material::{MaterialError, SoftMaterial, StrainLimits};
+pub use math::{Mat3, Vec3};
+pub use mesh::{MeshError, TetMesh};
+pub use world::{BodyHandle, FreezeReason, ObstacleHandle, SoftWorld, StepReport, WorldSettings};

@@ -1,0 +1,411 @@
+//! Convex quadratic programs with decoupled linear inequality constraints:
+//!
+//! ```text
+//! min_x  1/2 x'Ax - b'x   s.t.  J x >= c
+//! ```
+//!
+//! `x` is a list of 3-vectors (one per free vertex), `A` symmetric positive definite, and each
+//! row of `J` touches at most four vertices (a vertex against an obstacle, or a point of a
+//! triangle or tet against a surface: eq. (8) of the MPRGP paper, `mprgp-collision-qp.txt`).
+//! The solvers require *decoupled* rows — no vertex appears in two rows — so `J J'` is diagonal
+//! and the projections of MPRGP are closed-form (section 5 of the paper, "collision decoupling").
+//!
+//! - [`mprgp::Mprgp`] solves the primal problem (the paper's extended MPRGP).
+//! - [`pgs::DualPgs`] solves the dual LCP by projected Gauss-Seidel (the ICA-style baseline).
+//! - [`kkt_residual`] measures any candidate the same way, for tests and benchmarks.
+
+pub mod mprgp;
+pub mod pgs;
+
+use thiserror::Error;
+
+use super::math::Vec3;
+
+/// One linear inequality `sum_e coeffs[e] . x[vertices[e]] >= rhs` over up to four vertices.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConstraintRow {
+    /// Vertex (unknown) indices; only the first `len` are used.
+    pub vertices: [u32; 4],
+    /// Coefficient 3-vector of each vertex (for eq. (8): `w_e n`).
+    pub coeffs: [Vec3; 4],
+    /// Number of entries used (1..=4).
+    pub len: u8,
+    /// Right-hand side `c`.
+    pub rhs: f64,
+}
+
+impl ConstraintRow {
+    /// A one-vertex row `n . x_v >= rhs`.
+    pub fn single(vertex: u32, normal: Vec3, rhs: f64) -> Self {
+        Self {
+            vertices: [vertex, 0, 0, 0],
+            coeffs: [normal, Vec3::zeros(), Vec3::zeros(), Vec3::zeros()],
+            len: 1,
+            rhs,
+        }
+    }
+
+    /// The used `(vertex, coefficient)` entries.
+    #[inline]
+    pub fn entries(&self) -> impl Iterator<Item = (usize, &Vec3)> + '_ {
+        self.vertices[..self.len as usize]
+            .iter()
+            .map(|&v| v as usize)
+            .zip(&self.coeffs[..self.len as usize])
+    }
+
+    /// `J_j . x`.
+    #[inline]
+    pub fn dot(&self, x: &[Vec3]) -> f64 {
+        self.entries().map(|(v, a)| a.dot(&x[v])).sum()
+    }
+
+    /// `|J_j|^2`.
+    #[inline]
+    pub fn norm_squared(&self) -> f64 {
+        self.entries().map(|(_, a)| a.norm_squared()).sum()
+    }
+
+    /// `x += s J_j'`.
+    #[inline]
+    pub fn add_scaled(&self, s: f64, x: &mut [Vec3]) {
+        for (v, a) in self.entries() {
+            x[v] += s * a;
+        }
+    }
+}
+
+/// A symmetric positive definite operator on lists of 3-vectors.
+pub trait SpdOperator: Sync {
+    /// Number of 3-vectors in `x`.
+    fn len(&self) -> usize;
+    /// True if the operator acts on nothing.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `out = A x`.
+    fn apply(&self, x: &[Vec3], out: &mut [Vec3]);
+    /// The diagonal of `A`, per coordinate.
+    fn diagonal(&self, out: &mut [Vec3]);
+}
+
+/// An SPD operator that can also solve `A x = b` (a prefactored direct solver).
+pub trait SpdSolve: SpdOperator {
+    /// Replaces `x` (holding `b`) by `A^-1 b`.
+    fn solve_in_place(&mut self, x: &mut [Vec3]);
+}
+
+/// The data of one QP: operator, linear term and decoupled constraint rows.
+#[derive(Clone, Copy)]
+pub struct QpProblem<'a, A: ?Sized> {
+    /// The SPD matrix `A`.
+    pub a: &'a A,
+    /// The linear term `b` (minimise `1/2 x'Ax - b'x`).
+    pub b: &'a [Vec3],
+    /// The rows of `J x >= c`, pairwise vertex-disjoint.
+    pub rows: &'a [ConstraintRow],
+}
+
+/// Why a QP could not be solved.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum QpError {
+    /// Two rows share a vertex: the decoupled operators do not apply.
+    #[error("constraint rows {first} and {second} share vertex {vertex}; rows must be decoupled")]
+    CoupledRows {
+        /// The earlier row.
+        first: usize,
+        /// The later row.
+        second: usize,
+        /// The shared vertex.
+        vertex: usize,
+    },
+    /// A row has no non-zero coefficient or refers to a vertex out of range.
+    #[error("constraint row {0} is empty or out of range")]
+    InvalidRow(usize),
+    /// The vectors do not match the operator's size.
+    #[error("dimension mismatch: operator {operator}, vector {vector}")]
+    Dimension {
+        /// Operator size.
+        operator: usize,
+        /// Vector size.
+        vector: usize,
+    },
+    /// A non-finite value appeared.
+    #[error("non-finite value in the QP")]
+    NonFinite,
+}
+
+/// Checks that rows are valid and vertex-disjoint; `marks` is scratch of the problem's size.
+pub(crate) fn check_rows(
+    rows: &[ConstraintRow],
+    n: usize,
+    marks: &mut Vec<u32>,
+) -> Result<(), QpError> {
+    marks.clear();
+    marks.resize(n, u32::MAX);
+    for (j, row) in rows.iter().enumerate() {
+        if row.len == 0 || row.len > 4 || !(row.norm_squared() > 0.0) || !row.rhs.is_finite() {
+            return Err(QpError::InvalidRow(j));
+        }
+        for (v, _) in row.entries() {
+            if v >= n {
+                return Err(QpError::InvalidRow(j));
+            }
+            if marks[v] != u32::MAX && marks[v] != j as u32 {
+                return Err(QpError::CoupledRows {
+                    first: marks[v] as usize,
+                    second: j,
+                    vertex: v,
+                });
+            }
+            marks[v] = j as u32;
+        }
+    }
+    Ok(())
+}
+
+/// How far a candidate is from the QP's optimum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KktReport {
+    /// `||phi + beta||` at the projected candidate: the projected-gradient norm, zero exactly at
+    /// the optimum (the MPRGP stopping quantity, in the unscaled Euclidean metric).
+    pub projected_gradient: f64,
+    /// `||phi + beta|| / ||b||` (or the absolute value when `b = 0`).
+    pub relative: f64,
+    /// Largest constraint violation `max_j (c_j - J_j x)^+` of the candidate before projection.
+    pub max_violation: f64,
+    /// Objective `1/2 x'Ax - b'x` at the projected candidate.
+    pub objective: f64,
+}
+
+/// Measures a candidate `x`: it is first projected onto the feasible set (closed form for
+/// decoupled rows), then the free and chopped gradients of the paper's section 4 are formed.
+pub fn kkt_residual<A: SpdOperator + ?Sized>(problem: &QpProblem<'_, A>, x: &[Vec3]) -> KktReport {
+    let mut xp = x.to_vec();
+    let mut max_violation: f64 = 0.0;
+    for row in problem.rows {
+        let gap = row.dot(&xp) - row.rhs;
+        if gap < 0.0 {
+            max_violation = max_violation.max(-gap / row.norm_squared().sqrt());
+            row.add_scaled(-gap / row.norm_squared(), &mut xp);
+        }
+    }
+    let mut g = vec![Vec3::zeros(); xp.len()];
+    problem.a.apply(&xp, &mut g);
+    let objective: f64 = xp
+        .iter()
+        .zip(&g)
+        .zip(problem.b)
+        .map(|((xi, axi), bi)| 0.5 * xi.dot(axi) - bi.dot(xi))
+        .sum();
+    for (gi, bi) in g.iter_mut().zip(problem.b) {
+        *gi -= bi;
+    }
+    // phi + beta: the gradient with, on each active row, the component along the row replaced
+    // by its negative part.
+    let mut r = g.clone();
+    for row in problem.rows {
+        let gap = row.dot(&xp) - row.rhs;
+        let scale = 1e-10
+            * (row.rhs.abs()
+                + row
+                    .entries()
+                    .map(|(v, a)| a.norm() * xp[v].norm())
+                    .sum::<f64>());
+        if gap <= scale {
+            let s = row.norm_squared();
+            let t = row.dot(&g) / s;
+            row.add_scaled(-t + t.min(0.0), &mut r);
+        }
+    }
+    let pg = super::math::norm_squared(&r).sqrt();
+    let bn = super::math::norm_squared(problem.b).sqrt();
+    KktReport {
+        projected_gradient: pg,
+        relative: if bn > 0.0 { pg / bn } else { pg },
+        max_violation,
+        objective,
+    }
+}
+
+/// Contact multipliers `lambda_j = max(0, J_j . (A x - b) / |J_j|^2)` for rows active at `x`
+/// (0 for inactive rows). For a feasible optimum, `A x - b = J' lambda`: for a row built from a
+/// unit normal, `lambda_j` is the normal force (N when `A` and `b` are those of a PD step).
+pub fn multipliers<A: SpdOperator + ?Sized>(
+    problem: &QpProblem<'_, A>,
+    x: &[Vec3],
+    gradient_scratch: &mut Vec<Vec3>,
+    out: &mut Vec<f64>,
+) {
+    gradient_scratch.resize(x.len(), Vec3::zeros());
+    problem.a.apply(x, gradient_scratch);
+    for (gi, bi) in gradient_scratch.iter_mut().zip(problem.b) {
+        *gi -= bi;
+    }
+    out.clear();
+    for row in problem.rows {
+        let gap = row.dot(x) - row.rhs;
+        let scale = 1e-8
+            * (row.rhs.abs()
+                + row
+                    .entries()
+                    .map(|(v, a)| a.norm() * x[v].norm())
+                    .sum::<f64>())
+            + 1e-14;
+        if gap <= scale {
+            out.push((row.dot(gradient_scratch) / row.norm_squared()).max(0.0));
+        } else {
+            out.push(0.0);
+        }
+    }
+}
+
+/// A dense SPD operator (row-major `3n x 3n`, dof `3 i + c`), for tests and small problems.
+#[derive(Debug, Clone)]
+pub struct DenseSpd {
+    matrix: nalgebra::DMatrix<f64>,
+    cholesky: Option<nalgebra::Cholesky<f64, nalgebra::Dyn>>,
+}
+
+impl DenseSpd {
+    /// Wraps a symmetric positive definite `3n x 3n` matrix; `None` if it is not square, not of a
+    /// multiple-of-3 size, or not positive definite.
+    pub fn new(matrix: nalgebra::DMatrix<f64>) -> Option<Self> {
+        if matrix.nrows() != matrix.ncols() || !matrix.nrows().is_multiple_of(3) {
+            return None;
+        }
+        let cholesky = Some(matrix.clone().cholesky()?);
+        Some(Self { matrix, cholesky })
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> &nalgebra::DMatrix<f64> {
+        &self.matrix
+    }
+}
+
+impl SpdOperator for DenseSpd {
+    fn len(&self) -> usize {
+        self.matrix.nrows() / 3
+    }
+    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
+        let n = self.len();
+        for (i, o) in out.iter_mut().enumerate().take(n) {
+            let mut acc = Vec3::zeros();
+            for c in 0..3 {
+                let row = self.matrix.row(3 * i + c);
+                let mut s = 0.0;
+                for (j, xj) in x.iter().enumerate().take(n) {
+                    s += row[3 * j] * xj.x + row[3 * j + 1] * xj.y + row[3 * j + 2] * xj.z;
+                }
+                acc[c] = s;
+            }
+            *o = acc;
+        }
+    }
+    fn diagonal(&self, out: &mut [Vec3]) {
+        for (i, o) in out.iter_mut().enumerate().take(self.len()) {
+            *o = Vec3::new(
+                self.matrix[(3 * i, 3 * i)],
+                self.matrix[(3 * i + 1, 3 * i + 1)],
+                self.matrix[(3 * i + 2, 3 * i + 2)],
+            );
+        }
+    }
+}
+
+impl SpdSolve for DenseSpd {
+    fn solve_in_place(&mut self, x: &mut [Vec3]) {
+        let Some(ch) = &self.cholesky else { return };
+        let n = self.len();
+        let b = nalgebra::DVector::from_fn(3 * n, |k, _| x[k / 3][k % 3]);
+        let s = ch.solve(&b);
+        for (i, xi) in x.iter_mut().enumerate().take(n) {
+            *xi = Vec3::new(s[3 * i], s[3 * i + 1], s[3 * i + 2]);
+        }
+    }
+}
+
+impl SpdOperator for super::sparse::SymmetricMatrix {
+    fn len(&self) -> usize {
+        self.dim()
+    }
+    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
+        self.mul_vec3(x, out);
+    }
+    fn diagonal(&self, out: &mut [Vec3]) {
+        for (i, o) in out.iter_mut().enumerate().take(self.dim()) {
+            *o = Vec3::repeat(super::sparse::SymmetricMatrix::diagonal(self, i));
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_problems {
+    //! Random well-posed QPs with decoupled rows, shared by the solver tests.
+    use super::*;
+
+    /// A tiny deterministic generator (SplitMix64).
+    pub struct Rng(pub u64);
+    impl Rng {
+        pub fn next_f64(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+        pub fn unit(&mut self) -> Vec3 {
+            loop {
+                let v = Vec3::new(self.next_f64(), self.next_f64(), self.next_f64()) * 2.0
+                    - Vec3::repeat(1.0);
+                let n = v.norm();
+                if n > 0.1 && n <= 1.0 {
+                    return v / n;
+                }
+            }
+        }
+    }
+
+    /// Random SPD `A = Q'Q + shift I` of `n` vertices, random `b`, and `m` decoupled rows with up
+    /// to four vertices each, whose constraints cut through the unconstrained optimum.
+    pub fn random_qp(seed: u64, n: usize, m: usize) -> (DenseSpd, Vec<Vec3>, Vec<ConstraintRow>) {
+        let mut rng = Rng(seed);
+        let d = 3 * n;
+        let q = nalgebra::DMatrix::from_fn(d, d, |_, _| rng.next_f64() - 0.5);
+        let a = q.transpose() * &q + nalgebra::DMatrix::identity(d, d) * 0.05 * d as f64;
+        let a = DenseSpd::new(a).unwrap();
+        let b: Vec<Vec3> = (0..n)
+            .map(|_| rng.unit() * (1.0 + rng.next_f64()))
+            .collect();
+        let mut x_free = b.clone();
+        let mut solver = a.clone();
+        solver.solve_in_place(&mut x_free);
+        let mut rows = Vec::new();
+        let mut next = 0usize;
+        for j in 0..m {
+            let len = 1 + (j % 4).min(n.saturating_sub(next + 1));
+            if next + len > n {
+                break;
+            }
+            let mut row = ConstraintRow::single(0, Vec3::zeros(), 0.0);
+            row.len = len as u8;
+            let normal = rng.unit();
+            for e in 0..len {
+                row.vertices[e] = (next + e) as u32;
+                let w = if e == 0 {
+                    1.0
+                } else {
+                    -(0.2 + 0.3 * rng.next_f64())
+                };
+                row.coeffs[e] = w * normal;
+            }
+            next += len;
+            // Make about two thirds of the rows violated by the unconstrained optimum.
+            let at_free = row.dot(&x_free);
+            row.rhs = at_free + (rng.next_f64() - 0.33) * 0.5;
+            rows.push(row);
+        }
+        (a, b, rows)
+    }
+}

@@ -1,0 +1,626 @@
+//! MPRGP extended to decoupled linear inequality constraints (Li, Pan, Huang, Bao, Jin,
+//! `mprgp-collision-qp.txt`, sections 3.3-5; Dostal 2009 for the original box-constrained method).
+//!
+//! MPRGP ("modified proportioning with reduced gradient projections") minimises a convex QP with
+//! three kinds of steps chosen by comparing the *chopped gradient* `beta` (how much the objective
+//! wants to leave the active constraints) with the *reduced free gradient* `phi~` (how much
+//! progress remains inside the current face):
+//!
+//! - **CG step** (`||beta||^2 <= Gamma^2 phi~'phi`): conjugate gradients restricted to the face of
+//!   the active constraints, as long as the full step stays feasible;
+//! - **expansion step**: when the CG step would leave the feasible set, go to the boundary with
+//!   the largest feasible step, then take a fixed-length projected gradient step
+//!   `x <- P(x - alpha_bar phi(x))` that may activate many constraints at once; the step is
+//!   halved while it would increase the objective (the safeguard loop of the paper's Alg. 3);
+//! - **proportioning step** (otherwise): a line search along `-beta`, releasing constraints.
+//!
+//! With *decoupled* rows (no vertex in two rows, section 5) the paper's three generalised
+//! operators have closed forms, row by row, because `J J'` is diagonal:
+//!
+//! - free gradient (eq. 15-16): `phi = g - sum_{j active} J_j' (J_j g) / |J_j|^2`;
+//! - chopped gradient (eq. 17-18): `beta = sum_{j active} J_j' min(J_j g, 0) / |J_j|^2`;
+//! - projection (eq. 19-20): `P(x) = x + sum_j J_j' max(c_j - J_j x, 0) / |J_j|^2`.
+//!
+//! Preconditioning: the problem is solved in Jacobi-scaled variables `z = D^{1/2} x`
+//! (`D = diag A`), i.e. for `D^{-1/2} A D^{-1/2}` with rows `J D^{-1/2}` — still decoupled, so
+//! every operator above stays closed-form. `alpha_bar = 1.9 / ||A||` with `||A||` from a power
+//! iteration warm-started with the previous call's vector. The solver stops when
+//! `||phi + beta|| <= tolerance * ||b||` in the scaled metric.
+
+use super::{ConstraintRow, QpError, QpProblem, SpdOperator, check_rows};
+use crate::sim::math::{Vec3, dot, norm_squared};
+
+/// Settings of [`Mprgp`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MprgpSettings {
+    /// Relative stopping tolerance on `||phi + beta|| / ||b||` (Jacobi-scaled). Default: 1e-6.
+    pub tolerance: f64,
+    /// Iteration cap. Default: 500.
+    pub max_iterations: usize,
+    /// The proportioning constant `Gamma > 0`. Default: 1.
+    pub gamma: f64,
+    /// Power iterations to estimate `||A||` on each call (warm-started). Default: 6.
+    pub power_iterations: usize,
+}
+
+impl Default for MprgpSettings {
+    fn default() -> Self {
+        Self {
+            tolerance: 1e-6,
+            max_iterations: 500,
+            gamma: 1.0,
+            power_iterations: 6,
+        }
+    }
+}
+
+/// What one [`Mprgp::solve`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MprgpStats {
+    /// Total iterations (CG + expansion + proportioning).
+    pub iterations: usize,
+    /// CG steps taken.
+    pub cg_steps: usize,
+    /// Expansion steps taken.
+    pub expansion_steps: usize,
+    /// Proportioning steps taken.
+    pub proportioning_steps: usize,
+    /// Final `||phi + beta|| / ||b||` (scaled metric).
+    pub relative_residual: f64,
+    /// Whether the tolerance was reached.
+    pub converged: bool,
+    /// Constraints active at the solution.
+    pub active: usize,
+}
+
+impl MprgpStats {
+    /// Share of CG steps among all iterations (the paper's `cg/it`, Table 1).
+    pub fn cg_share(&self) -> f64 {
+        if self.iterations == 0 {
+            1.0
+        } else {
+            self.cg_steps as f64 / self.iterations as f64
+        }
+    }
+}
+
+/// Reusable MPRGP solver: owns its scratch vectors, so repeated solves of equally sized problems
+/// allocate nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Mprgp {
+    /// Settings used by [`Mprgp::solve`].
+    pub settings: MprgpSettings,
+    scale: Vec<Vec3>,
+    rows: Vec<ConstraintRow>,
+    row_norm2: Vec<f64>,
+    active: Vec<bool>,
+    z: Vec<Vec3>,
+    b: Vec<Vec3>,
+    g: Vec<Vec3>,
+    p: Vec<Vec3>,
+    ap: Vec<Vec3>,
+    phi: Vec<Vec3>,
+    beta: Vec<Vec3>,
+    tmp: Vec<Vec3>,
+    tmp2: Vec<Vec3>,
+    power: Vec<Vec3>,
+    marks: Vec<u32>,
+}
+
+impl Mprgp {
+    /// A solver with the given settings.
+    pub fn new(settings: MprgpSettings) -> Self {
+        Self {
+            settings,
+            ..Self::default()
+        }
+    }
+
+    /// Solves the QP starting from `x` (any point; it is projected first) and writes the solution
+    /// to `x`.
+    ///
+    /// # Errors
+    /// [`QpError`] for coupled or invalid rows, mismatched sizes, or non-finite data.
+    pub fn solve<A: SpdOperator + ?Sized>(
+        &mut self,
+        problem: &QpProblem<'_, A>,
+        x: &mut [Vec3],
+    ) -> Result<MprgpStats, QpError> {
+        let n = problem.a.len();
+        if problem.b.len() != n || x.len() != n {
+            return Err(QpError::Dimension {
+                operator: n,
+                vector: problem.b.len().min(x.len()),
+            });
+        }
+        check_rows(problem.rows, n, &mut self.marks)?;
+        self.prepare(problem, x)?;
+        let mut stats = MprgpStats::default();
+        let b_norm = norm_squared(&self.b).sqrt();
+        let tol = self.settings.tolerance * if b_norm > 0.0 { b_norm } else { 1.0 };
+        let alpha_bar = 1.9 / self.estimate_norm(problem.a).max(f64::MIN_POSITIVE);
+
+        self.project_z();
+        self.gradient(problem.a);
+        self.update_active();
+        self.free_gradient_into_p();
+        loop {
+            self.chopped_and_free();
+            let residual = self.residual_norm();
+            stats.relative_residual = residual / if b_norm > 0.0 { b_norm } else { 1.0 };
+            if !residual.is_finite() {
+                return Err(QpError::NonFinite);
+            }
+            if residual <= tol {
+                stats.converged = true;
+                break;
+            }
+            if stats.iterations >= self.settings.max_iterations {
+                break;
+            }
+            stats.iterations += 1;
+            let beta2 = norm_squared(&self.beta);
+            let gamma2 = self.settings.gamma * self.settings.gamma;
+            if beta2 <= gamma2 * self.reduced_free_dot_free(alpha_bar) {
+                // Trial CG step along p.
+                self.apply_scaled(problem.a, Which::P);
+                let pap = dot(&self.p, &self.ap);
+                if !(pap > 0.0) {
+                    // p vanished (phi = 0 on this face): restart from the free gradient.
+                    self.p.copy_from_slice(&self.phi);
+                    continue;
+                }
+                let alpha_cg = dot(&self.g, &self.p) / pap;
+                let alpha_f = self.max_feasible_step();
+                if alpha_cg <= alpha_f {
+                    stats.cg_steps += 1;
+                    axpy_neg(alpha_cg, &self.p, &mut self.z);
+                    axpy_neg(alpha_cg, &self.ap, &mut self.g);
+                    self.free_gradient_only();
+                    let gamma = dot(&self.phi, &self.ap) / pap;
+                    for (pi, fi) in self.p.iter_mut().zip(&self.phi) {
+                        *pi = fi - gamma * *pi;
+                    }
+                    // Round-off lets p and z drift off the face; long CG chains amplify it.
+                    self.restore_face();
+                } else {
+                    stats.expansion_steps += 1;
+                    axpy_neg(alpha_f, &self.p, &mut self.z);
+                    axpy_neg(alpha_f, &self.ap, &mut self.g);
+                    self.update_active();
+                    self.free_gradient_only();
+                    self.expansion(problem.a, alpha_bar);
+                    self.update_active();
+                    self.free_gradient_into_p();
+                }
+            } else {
+                stats.proportioning_steps += 1;
+                self.apply_scaled(problem.a, Which::Beta);
+                let bab = dot(&self.beta, &self.ap);
+                if !(bab > 0.0) {
+                    break;
+                }
+                let alpha_p = dot(&self.g, &self.beta) / bab;
+                axpy_neg(alpha_p, &self.beta, &mut self.z);
+                axpy_neg(alpha_p, &self.ap, &mut self.g);
+                self.update_active();
+                self.free_gradient_into_p();
+            }
+        }
+        stats.active = self.active.iter().filter(|&&a| a).count();
+        for ((xi, zi), si) in x.iter_mut().zip(&self.z).zip(&self.scale) {
+            *xi = zi.component_mul(si);
+        }
+        Ok(stats)
+    }
+
+    fn prepare<A: SpdOperator + ?Sized>(
+        &mut self,
+        problem: &QpProblem<'_, A>,
+        x: &[Vec3],
+    ) -> Result<(), QpError> {
+        let n = x.len();
+        for v in [
+            &mut self.scale,
+            &mut self.z,
+            &mut self.b,
+            &mut self.g,
+            &mut self.p,
+            &mut self.ap,
+            &mut self.phi,
+            &mut self.beta,
+            &mut self.tmp,
+            &mut self.tmp2,
+        ] {
+            v.clear();
+            v.resize(n, Vec3::zeros());
+        }
+        problem.a.diagonal(&mut self.scale);
+        for s in &mut self.scale {
+            if !(s.x > 0.0 && s.y > 0.0 && s.z > 0.0 && s.iter().all(|c| c.is_finite())) {
+                return Err(QpError::NonFinite);
+            }
+            *s = s.map(|d| 1.0 / d.sqrt());
+        }
+        for (i, s) in self.scale.iter().enumerate() {
+            self.z[i] = x[i].component_div(s);
+            self.b[i] = problem.b[i].component_mul(s);
+        }
+        if !(crate::sim::math::all_finite(&self.z) && crate::sim::math::all_finite(&self.b)) {
+            return Err(QpError::NonFinite);
+        }
+        self.rows.clear();
+        self.row_norm2.clear();
+        for row in problem.rows {
+            let mut r = *row;
+            for e in 0..r.len as usize {
+                r.coeffs[e] = r.coeffs[e].component_mul(&self.scale[r.vertices[e] as usize]);
+            }
+            self.row_norm2.push(r.norm_squared());
+            self.rows.push(r);
+        }
+        self.active.clear();
+        self.active.resize(self.rows.len(), false);
+        if self.power.len() != n {
+            self.power.clear();
+            self.power.resize(n, Vec3::repeat(1.0));
+        }
+        Ok(())
+    }
+
+    /// `||A||_2` of the scaled operator by a warm-started power iteration, with a 5 % margin.
+    fn estimate_norm<A: SpdOperator + ?Sized>(&mut self, a: &A) -> f64 {
+        let mut lambda = 0.0;
+        let its = if self.power.iter().all(|v| *v == Vec3::repeat(1.0)) {
+            self.settings.power_iterations.max(12)
+        } else {
+            self.settings.power_iterations.max(1)
+        };
+        for _ in 0..its {
+            let nrm = norm_squared(&self.power).sqrt();
+            if !(nrm > 0.0) || !nrm.is_finite() {
+                self.power.iter_mut().for_each(|v| *v = Vec3::repeat(1.0));
+                continue;
+            }
+            self.power.iter_mut().for_each(|v| *v /= nrm);
+            for i in 0..self.power.len() {
+                self.tmp[i] = self.power[i].component_mul(&self.scale[i]);
+            }
+            a.apply(&self.tmp, &mut self.tmp2);
+            for i in 0..self.power.len() {
+                self.tmp2[i] = self.tmp2[i].component_mul(&self.scale[i]);
+            }
+            lambda = dot(&self.power, &self.tmp2);
+            std::mem::swap(&mut self.power, &mut self.tmp2);
+        }
+        lambda * 1.05
+    }
+
+    /// `ap = A~ p` or `ap = A~ beta` (scaled operator).
+    fn apply_scaled<A: SpdOperator + ?Sized>(&mut self, a: &A, which: Which) {
+        let src = match which {
+            Which::P => &self.p,
+            Which::Beta => &self.beta,
+            Which::Z => &self.z,
+        };
+        for ((t, v), s) in self.tmp.iter_mut().zip(src).zip(&self.scale) {
+            *t = v.component_mul(s);
+        }
+        a.apply(&self.tmp, &mut self.ap);
+        for i in 0..self.ap.len() {
+            self.ap[i] = self.ap[i].component_mul(&self.scale[i]);
+        }
+    }
+
+    /// `g = A~ z - b~`.
+    fn gradient<A: SpdOperator + ?Sized>(&mut self, a: &A) {
+        self.apply_scaled(a, Which::Z);
+        for i in 0..self.g.len() {
+            self.g[i] = self.ap[i] - self.b[i];
+        }
+    }
+
+    /// `f(z) = 1/2 z'A~z - b~'z = 1/2 z'(g - b~)`.
+    fn objective(&self) -> f64 {
+        self.z
+            .iter()
+            .zip(&self.g)
+            .zip(&self.b)
+            .map(|((z, g), b)| 0.5 * z.dot(&(g - b)))
+            .sum()
+    }
+
+    fn gap(&self, j: usize) -> f64 {
+        self.rows[j].dot(&self.z) - self.rows[j].rhs
+    }
+
+    fn active_tolerance(&self, j: usize) -> f64 {
+        let r = &self.rows[j];
+        1e-11
+            * (r.rhs.abs()
+                + r.entries()
+                    .map(|(v, a)| a.norm() * self.z[v].norm())
+                    .sum::<f64>())
+            + 1e-300
+    }
+
+    fn update_active(&mut self) {
+        for j in 0..self.rows.len() {
+            self.active[j] = self.gap(j) <= self.active_tolerance(j);
+        }
+    }
+
+    /// Projection onto `{J~ z >= c}`, row by row (exact for decoupled rows).
+    fn project_z(&mut self) {
+        for j in 0..self.rows.len() {
+            let gap = self.gap(j);
+            if gap < 0.0 {
+                self.rows[j].add_scaled(-gap / self.row_norm2[j], &mut self.z);
+            }
+        }
+    }
+
+    /// `phi` from `g` and the active set.
+    fn free_gradient_only(&mut self) {
+        self.phi.copy_from_slice(&self.g);
+        for j in 0..self.rows.len() {
+            if self.active[j] {
+                let t = self.rows[j].dot(&self.g) / self.row_norm2[j];
+                self.rows[j].add_scaled(-t, &mut self.phi);
+            }
+        }
+    }
+
+    /// Removes from `p` its components along the active rows and puts `z` back exactly on them.
+    fn restore_face(&mut self) {
+        for j in 0..self.rows.len() {
+            if self.active[j] {
+                let row = &self.rows[j];
+                let t = row.dot(&self.p) / self.row_norm2[j];
+                row.add_scaled(-t, &mut self.p);
+                let gap = row.dot(&self.z) - row.rhs;
+                row.add_scaled(-gap / self.row_norm2[j], &mut self.z);
+            }
+        }
+    }
+
+    fn free_gradient_into_p(&mut self) {
+        self.free_gradient_only();
+        self.p.copy_from_slice(&self.phi);
+    }
+
+    /// `phi` and `beta` from `g` and the active set.
+    fn chopped_and_free(&mut self) {
+        self.free_gradient_only();
+        self.beta.iter_mut().for_each(|b| *b = Vec3::zeros());
+        for j in 0..self.rows.len() {
+            if self.active[j] {
+                let t = self.rows[j].dot(&self.g) / self.row_norm2[j];
+                if t < 0.0 {
+                    self.rows[j].add_scaled(t, &mut self.beta);
+                }
+            }
+        }
+    }
+
+    fn residual_norm(&self) -> f64 {
+        self.phi
+            .iter()
+            .zip(&self.beta)
+            .map(|(f, b)| (f + b).norm_squared())
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// `phi~(z)' phi(z)` with `phi~ = (z - P(z - alpha phi)) / alpha` (eq. 13), computed row by
+    /// row: the projection only changes the entries of rows it makes violated.
+    fn reduced_free_dot_free(&mut self, alpha: f64) -> f64 {
+        // tmp = z - alpha phi, projected.
+        for i in 0..self.z.len() {
+            self.tmp[i] = self.z[i] - alpha * self.phi[i];
+        }
+        for j in 0..self.rows.len() {
+            let gap = self.rows[j].dot(&self.tmp) - self.rows[j].rhs;
+            if gap < 0.0 {
+                self.rows[j].add_scaled(-gap / self.row_norm2[j], &mut self.tmp);
+            }
+        }
+        let mut s = 0.0;
+        for i in 0..self.z.len() {
+            s += ((self.z[i] - self.tmp[i]) / alpha).dot(&self.phi[i]);
+        }
+        s
+    }
+
+    /// Largest `alpha >= 0` with `z - alpha p` feasible.
+    fn max_feasible_step(&self) -> f64 {
+        let mut alpha = f64::INFINITY;
+        for (j, row) in self.rows.iter().enumerate() {
+            if self.active[j] {
+                continue;
+            }
+            let ap = row.dot(&self.p);
+            if ap > 0.0 {
+                alpha = alpha.min((self.gap(j).max(0.0)) / ap);
+            }
+        }
+        alpha
+    }
+
+    /// `z <- P(z - alpha phi)`, halving `alpha` while the objective would rise (Alg. 3's
+    /// safeguard). Recomputes `g` exactly.
+    fn expansion<A: SpdOperator + ?Sized>(&mut self, a: &A, alpha_bar: f64) {
+        let f0 = self.objective();
+        self.tmp2.copy_from_slice(&self.z);
+        let mut alpha = alpha_bar;
+        for _ in 0..30 {
+            for i in 0..self.z.len() {
+                self.z[i] = self.tmp2[i] - alpha * self.phi[i];
+            }
+            self.project_z();
+            self.gradient(a);
+            if self.objective() <= f0 {
+                return;
+            }
+            alpha *= 0.5;
+        }
+        // No decrease found: stay at the boundary point.
+        self.z.copy_from_slice(&self.tmp2);
+        self.gradient(a);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    P,
+    Beta,
+    Z,
+}
+
+#[inline]
+fn axpy_neg(alpha: f64, x: &[Vec3], y: &mut [Vec3]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi -= alpha * xi;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_problems::random_qp;
+    use super::super::{kkt_residual, multipliers};
+    use super::*;
+
+    #[test]
+    fn random_qps_satisfy_kkt_conditions() {
+        for seed in 0..40u64 {
+            let n = 4 + (seed as usize % 9);
+            let m = 1 + (seed as usize % 5);
+            let (a, b, rows) = random_qp(seed, n, m);
+            let problem = QpProblem {
+                a: &a,
+                b: &b,
+                rows: &rows,
+            };
+            let mut solver = Mprgp::new(MprgpSettings {
+                tolerance: 1e-12,
+                max_iterations: 2000,
+                ..MprgpSettings::default()
+            });
+            let mut x = vec![Vec3::zeros(); n];
+            let stats = solver.solve(&problem, &mut x).unwrap();
+            assert!(stats.converged, "seed {seed}: {stats:?}");
+            // Feasibility.
+            for row in &rows {
+                assert!(
+                    row.dot(&x) - row.rhs >= -1e-9,
+                    "seed {seed}: infeasible {} {:?}",
+                    row.dot(&x) - row.rhs,
+                    stats
+                );
+            }
+            // Stationarity and sign of multipliers: A x - b = J' lambda, lambda >= 0,
+            // complementarity lambda_j (J_j x - c_j) = 0.
+            let mut g = Vec::new();
+            let mut lambda = Vec::new();
+            multipliers(&problem, &x, &mut g, &mut lambda);
+            let mut r = g.clone();
+            for (row, &l) in rows.iter().zip(&lambda) {
+                assert!(l >= 0.0);
+                assert!((l * (row.dot(&x) - row.rhs)).abs() < 1e-8);
+                row.add_scaled(-l, &mut r);
+            }
+            let bn = norm_squared(&b).sqrt();
+            assert!(
+                norm_squared(&r).sqrt() < 1e-8 * bn,
+                "seed {seed}: stationarity"
+            );
+            // No active row wants to be released (dual feasibility on the active set).
+            let kkt = kkt_residual(&problem, &x);
+            assert!(kkt.relative < 1e-8, "seed {seed}: {kkt:?}");
+        }
+    }
+
+    #[test]
+    fn unconstrained_problem_matches_direct_solve() {
+        let (a, b, _) = random_qp(99, 10, 0);
+        let mut exact = b.clone();
+        let mut direct = a.clone();
+        crate::sim::qp::SpdSolve::solve_in_place(&mut direct, &mut exact);
+        let mut x = vec![Vec3::zeros(); 10];
+        let mut solver = Mprgp::new(MprgpSettings {
+            tolerance: 1e-13,
+            ..MprgpSettings::default()
+        });
+        let stats = solver
+            .solve(
+                &QpProblem {
+                    a: &a,
+                    b: &b,
+                    rows: &[],
+                },
+                &mut x,
+            )
+            .unwrap();
+        assert!(stats.converged);
+        assert_eq!(stats.cg_steps, stats.iterations);
+        for (u, v) in x.iter().zip(&exact) {
+            assert!((u - v).norm() < 1e-10);
+        }
+    }
+
+    #[test]
+    fn coupled_rows_are_rejected() {
+        let (a, b, _) = random_qp(3, 4, 0);
+        let rows = [
+            ConstraintRow::single(1, Vec3::y(), 0.0),
+            ConstraintRow::single(1, Vec3::x(), 0.0),
+        ];
+        let mut x = vec![Vec3::zeros(); 4];
+        let err = Mprgp::default()
+            .solve(
+                &QpProblem {
+                    a: &a,
+                    b: &b,
+                    rows: &rows,
+                },
+                &mut x,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err,
+            QpError::CoupledRows {
+                first: 0,
+                second: 1,
+                vertex: 1
+            }
+        );
+    }
+
+    #[test]
+    fn objective_never_increases_across_iterations() {
+        // Run with growing iteration caps: the objective of the returned iterate must decrease
+        // monotonically (MPRGP is a monotone method).
+        let (a, b, rows) = random_qp(7, 12, 5);
+        let problem = QpProblem {
+            a: &a,
+            b: &b,
+            rows: &rows,
+        };
+        let mut last = f64::INFINITY;
+        for cap in 0..40 {
+            let mut solver = Mprgp::new(MprgpSettings {
+                tolerance: 0.0,
+                max_iterations: cap,
+                ..MprgpSettings::default()
+            });
+            let mut x = vec![Vec3::zeros(); 12];
+            solver.solve(&problem, &mut x).unwrap();
+            let f = kkt_residual(&problem, &x).objective;
+            assert!(
+                f <= last + 1e-10 * last.abs().max(1.0),
+                "cap {cap}: {last} -> {f}"
+            );
+            last = f;
+        }
+    }
+}

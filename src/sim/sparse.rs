@@ -1,0 +1,363 @@
+//! A symmetric sparse matrix over mesh vertices and its prefactored sparse Cholesky solve.
+//!
+//! The Projective Dynamics global matrix `A = M / h^2 + sum_t w_t G_t' G_t` acts identically on
+//! the x, y and z coordinates (it is `L (x) I_3` for a scalar `n x n` matrix `L`), so one scalar
+//! matrix over the free vertices is stored and factored, and every solve handles the three
+//! coordinates as three right-hand sides (`../shared/DESIGN.md` section 4.1).
+//!
+//! Storage: the full matrix in CSR (sorted columns) for the matrix-vector products of the
+//! iterative solvers, plus the upper triangle in CSC that faer's supernodal Cholesky reads; a
+//! precomputed index map refills it from the CSR values. The symbolic analysis (AMD ordering,
+//! supernodal structure) runs once per sparsity pattern; a change of material, pins or time step
+//! only refills values and runs the numeric factorization again (STYLE.md rule 10).
+
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};
+use faer::sparse::linalg::cholesky::{
+    CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering,
+    factorize_symbolic_cholesky,
+};
+use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
+use faer::{Conj, MatMut, Par, Side, Spec};
+use thiserror::Error;
+
+use super::math::Vec3;
+
+/// Failure of a sparse factorization.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum FactorError {
+    /// The matrix is not numerically positive definite.
+    #[error("matrix is not positive definite (pivot {pivot})")]
+    NotPositiveDefinite {
+        /// The pivot where the factorization broke down (in the permuted order).
+        pivot: usize,
+    },
+    /// faer could not allocate or analyse the matrix.
+    #[error("sparse factorization failed: {0}")]
+    Internal(String),
+}
+
+/// A symmetric `n x n` sparse matrix with a fixed pattern, full CSR storage.
+#[derive(Debug, Clone)]
+pub struct SymmetricMatrix {
+    n: usize,
+    row_ptr: Vec<usize>,
+    col_idx: Vec<u32>,
+    values: Vec<f64>,
+    diag_slot: Vec<usize>,
+}
+
+impl SymmetricMatrix {
+    /// Builds the pattern from the diagonal plus the given off-diagonal pairs (either order,
+    /// duplicates allowed); all values start at zero.
+    pub fn from_pairs(n: usize, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
+        let mut entries: Vec<(u32, u32)> = (0..n as u32).map(|i| (i, i)).collect();
+        for (a, b) in pairs {
+            if a != b {
+                entries.push((a, b));
+                entries.push((b, a));
+            }
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        let mut row_ptr = vec![0usize; n + 1];
+        for &(r, _) in &entries {
+            row_ptr[r as usize + 1] += 1;
+        }
+        for i in 0..n {
+            row_ptr[i + 1] += row_ptr[i];
+        }
+        let col_idx: Vec<u32> = entries.iter().map(|&(_, c)| c).collect();
+        let mut m = Self {
+            n,
+            row_ptr,
+            values: vec![0.0; col_idx.len()],
+            col_idx,
+            diag_slot: Vec::new(),
+        };
+        m.diag_slot = (0..n).map(|i| m.slot(i, i).unwrap_or(0)).collect();
+        m
+    }
+
+    /// Dimension `n`.
+    pub fn dim(&self) -> usize {
+        self.n
+    }
+
+    /// Number of stored entries (both triangles).
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Position of entry `(i, j)` in the value array, if it is in the pattern.
+    pub fn slot(&self, i: usize, j: usize) -> Option<usize> {
+        let (lo, hi) = (self.row_ptr[i], self.row_ptr[i + 1]);
+        self.col_idx[lo..hi]
+            .binary_search(&(j as u32))
+            .ok()
+            .map(|k| lo + k)
+    }
+
+    /// Position of the diagonal entry `(i, i)`.
+    pub fn diag_slot(&self, i: usize) -> usize {
+        self.diag_slot[i]
+    }
+
+    /// Mutable values, in the order of [`SymmetricMatrix::slot`].
+    pub fn values_mut(&mut self) -> &mut [f64] {
+        &mut self.values
+    }
+
+    /// Values, in the order of [`SymmetricMatrix::slot`].
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Entry `(i, j)`, zero outside the pattern.
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.slot(i, j).map_or(0.0, |s| self.values[s])
+    }
+
+    /// The diagonal entry `(i, i)`.
+    pub fn diagonal(&self, i: usize) -> f64 {
+        self.values[self.diag_slot[i]]
+    }
+
+    /// `out = L x` applied to each coordinate of the 3-vectors (`(L (x) I_3) x`).
+    pub fn mul_vec3(&self, x: &[Vec3], out: &mut [Vec3]) {
+        for (i, o) in out.iter_mut().enumerate().take(self.n) {
+            let mut acc = Vec3::zeros();
+            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
+                acc += self.values[k] * x[self.col_idx[k] as usize];
+            }
+            *o = acc;
+        }
+    }
+
+    /// Iterates the stored entries `(row, col, value)` of row `i`.
+    pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        (self.row_ptr[i]..self.row_ptr[i + 1]).map(|k| (self.col_idx[k] as usize, self.values[k]))
+    }
+}
+
+/// A prefactored sparse Cholesky `L = C C'` of a [`SymmetricMatrix`], solving three right-hand
+/// sides at once. Symbolic analysis once, numeric refactorization on demand.
+pub struct SparseCholesky {
+    symbolic: SymbolicCholesky<usize>,
+    upper: SymbolicSparseColMat<usize>,
+    /// For each upper-CSC entry, its slot in the CSR value array.
+    upper_from_full: Vec<usize>,
+    upper_values: Vec<f64>,
+    factor_values: Vec<f64>,
+    rhs: Vec<f64>,
+    mem: MemBuffer,
+    factored: bool,
+}
+
+impl std::fmt::Debug for SparseCholesky {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SparseCholesky")
+            .field("n", &self.symbolic.nrows())
+            .field("factor_nnz", &self.factor_values.len())
+            .field("factored", &self.factored)
+            .finish()
+    }
+}
+
+impl SparseCholesky {
+    /// Symbolic analysis (AMD ordering, supernodes) of the pattern of `matrix`.
+    ///
+    /// # Errors
+    /// [`FactorError::Internal`] if faer fails to analyse the pattern.
+    pub fn analyse(matrix: &SymmetricMatrix) -> Result<Self, FactorError> {
+        let n = matrix.n;
+        // Upper triangle, CSC: column j holds rows i <= j, which are the entries (j, i) of row j
+        // of the CSR with i <= j (symmetry), already sorted.
+        let mut col_ptr = Vec::with_capacity(n + 1);
+        let mut row_idx = Vec::new();
+        let mut upper_from_full = Vec::new();
+        col_ptr.push(0usize);
+        for j in 0..n {
+            for k in matrix.row_ptr[j]..matrix.row_ptr[j + 1] {
+                let i = matrix.col_idx[k] as usize;
+                if i <= j {
+                    row_idx.push(i);
+                    upper_from_full.push(k);
+                }
+            }
+            col_ptr.push(row_idx.len());
+        }
+        let upper = SymbolicSparseColMat::new_checked(n, n, col_ptr, None, row_idx);
+        let symbolic = factorize_symbolic_cholesky(
+            upper.as_ref(),
+            Side::Upper,
+            SymmetricOrdering::Amd,
+            CholeskySymbolicParams::default(),
+        )
+        .map_err(|e| FactorError::Internal(format!("{e:?}")))?;
+        let req = StackReq::any_of(&[
+            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Spec::default()),
+            symbolic.solve_in_place_scratch::<f64>(3, Par::Seq),
+        ]);
+        let mem = MemBuffer::try_new(req).map_err(|e| FactorError::Internal(format!("{e:?}")))?;
+        Ok(Self {
+            factor_values: vec![0.0; symbolic.len_val()],
+            upper_values: vec![0.0; upper_from_full.len()],
+            rhs: vec![0.0; 3 * n],
+            symbolic,
+            upper,
+            upper_from_full,
+            mem,
+            factored: false,
+        })
+    }
+
+    /// Numeric factorization with the current values of `matrix` (same pattern as analysed).
+    ///
+    /// # Errors
+    /// [`FactorError::NotPositiveDefinite`] if a pivot is not positive.
+    pub fn factorize(&mut self, matrix: &SymmetricMatrix) -> Result<(), FactorError> {
+        self.factored = false;
+        for (dst, &src) in self.upper_values.iter_mut().zip(&self.upper_from_full) {
+            *dst = matrix.values[src];
+        }
+        let a = SparseColMatRef::new(self.upper.as_ref(), &self.upper_values);
+        let stack = MemStack::new(&mut self.mem);
+        let result = self.symbolic.factorize_numeric_llt(
+            &mut self.factor_values,
+            a,
+            Side::Upper,
+            LltRegularization::default(),
+            Par::Seq,
+            stack,
+            Spec::default(),
+        );
+        match result {
+            Ok(_) => {
+                self.factored = true;
+                Ok(())
+            }
+            Err(LltError::NonPositivePivot { index }) => {
+                Err(FactorError::NotPositiveDefinite { pivot: index })
+            }
+        }
+    }
+
+    /// True once [`SparseCholesky::factorize`] has succeeded.
+    pub fn is_factored(&self) -> bool {
+        self.factored
+    }
+
+    /// Solves `L x = b` for the three coordinates in place (`x` holds `b` on entry).
+    /// Does nothing if no factorization succeeded.
+    pub fn solve_in_place(&mut self, x: &mut [Vec3]) {
+        if !self.factored {
+            return;
+        }
+        let n = self.symbolic.nrows();
+        for (i, v) in x.iter().enumerate().take(n) {
+            self.rhs[i] = v.x;
+            self.rhs[n + i] = v.y;
+            self.rhs[2 * n + i] = v.z;
+        }
+        let llt = LltRef::new(&self.symbolic, &self.factor_values);
+        let rhs = MatMut::from_column_major_slice_mut(&mut self.rhs, n, 3);
+        let stack = MemStack::new(&mut self.mem);
+        llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, stack);
+        for (i, v) in x.iter_mut().enumerate().take(n) {
+            *v = Vec3::new(self.rhs[i], self.rhs[n + i], self.rhs[2 * n + i]);
+        }
+    }
+
+    /// Number of stored values of the factor.
+    pub fn factor_nnz(&self) -> usize {
+        self.factor_values.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A random SPD matrix on a 1D chain plus random long-range couplings.
+    fn test_matrix(n: usize) -> SymmetricMatrix {
+        let mut seed = 7u64;
+        let mut rnd = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64) / ((1u64 << 53) as f64)
+        };
+        let mut pairs: Vec<(u32, u32)> = (1..n as u32).map(|i| (i - 1, i)).collect();
+        for _ in 0..n {
+            let a = (rnd() * n as f64) as u32 % n as u32;
+            let b = (rnd() * n as f64) as u32 % n as u32;
+            pairs.push((a, b));
+        }
+        let mut m = SymmetricMatrix::from_pairs(n, pairs.clone());
+        for &(a, b) in &pairs {
+            if a == b {
+                continue;
+            }
+            let w = rnd() + 0.1;
+            // Add a Laplacian edge term: keeps symmetry and positive semi-definiteness.
+            for (i, j, s) in [(a, a, w), (b, b, w), (a, b, -w), (b, a, -w)] {
+                let k = m.slot(i as usize, j as usize).unwrap();
+                m.values_mut()[k] += s;
+            }
+        }
+        for i in 0..n {
+            let k = m.diag_slot(i);
+            m.values_mut()[k] += 0.5 + rnd();
+        }
+        m
+    }
+
+    #[test]
+    fn cholesky_solve_matches_dense_solve() {
+        let n = 60;
+        let m = test_matrix(n);
+        let dense = nalgebra::DMatrix::from_fn(n, n, |i, j| m.get(i, j));
+        assert!((dense.clone() - dense.transpose()).norm() < 1e-14);
+        let mut chol = SparseCholesky::analyse(&m).unwrap();
+        chol.factorize(&m).unwrap();
+        let b: Vec<Vec3> = (0..n)
+            .map(|i| Vec3::new(i as f64, (i * i) as f64 * 0.01, 1.0 - i as f64 * 0.3))
+            .collect();
+        let mut x = b.clone();
+        chol.solve_in_place(&mut x);
+        let dense_chol = dense.clone().cholesky().unwrap();
+        for c in 0..3 {
+            let bc = nalgebra::DVector::from_fn(n, |i, _| b[i][c]);
+            let xc = dense_chol.solve(&bc);
+            for i in 0..n {
+                assert!((x[i][c] - xc[i]).abs() < 1e-10 * (1.0 + xc[i].abs()));
+            }
+        }
+        // Residual through the CSR product.
+        let mut ax = vec![Vec3::zeros(); n];
+        m.mul_vec3(&x, &mut ax);
+        for i in 0..n {
+            assert!((ax[i] - b[i]).norm() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn indefinite_matrix_is_reported() {
+        let mut m = SymmetricMatrix::from_pairs(3, [(0, 1), (1, 2)]);
+        for i in 0..3 {
+            let k = m.diag_slot(i);
+            m.values_mut()[k] = 1.0;
+        }
+        let k = m.slot(0, 1).unwrap();
+        m.values_mut()[k] = 3.0;
+        let k = m.slot(1, 0).unwrap();
+        m.values_mut()[k] = 3.0;
+        let mut chol = SparseCholesky::analyse(&m).unwrap();
+        assert!(matches!(
+            chol.factorize(&m),
+            Err(FactorError::NotPositiveDefinite { .. })
+        ));
+        assert!(!chol.is_factored());
+    }
+}

@@ -1,0 +1,138 @@
+//! One soft body: state, edits awaiting a rebuild, and its scratch space.
+
+use std::sync::Arc;
+
+use super::report::FreezeReason;
+use crate::sim::contact::{Contact, DecoupledRows};
+use crate::sim::embed::EmbeddedPoint;
+use crate::sim::material::SoftMaterial;
+use crate::sim::math::Vec3;
+use crate::sim::mesh::TetMesh;
+use crate::sim::pd::{PdSetup, PdSystem};
+use crate::sim::qp::mprgp::Mprgp;
+
+/// What must be rebuilt before the next step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Rebuild {
+    /// Nothing.
+    #[default]
+    None,
+    /// Values changed (material, attachment stiffness, time step): numeric refactorization.
+    Numeric,
+    /// The set of pinned vertices changed: new pattern, symbolic and numeric factorization.
+    Full,
+}
+
+/// Scratch buffers reused every step (no allocation once warmed up).
+#[derive(Debug, Default)]
+pub(crate) struct Workspace {
+    pub y: Vec<Vec3>,
+    pub x_start: Vec<Vec3>,
+    pub contributions: Vec<[Vec3; 4]>,
+    pub b: Vec<Vec3>,
+    pub x_free: Vec<Vec3>,
+    pub x_alt: Vec<Vec3>,
+    pub gradient: Vec<Vec3>,
+    pub lambda: Vec<f64>,
+    pub contacts: Vec<Contact>,
+    pub rows: DecoupledRows,
+    pub proxy_positions: Vec<Vec3>,
+    pub mprgp: Mprgp,
+}
+
+/// A soft body in a [`super::SoftWorld`].
+#[derive(Debug)]
+pub struct SoftBody {
+    pub(crate) mesh: Arc<TetMesh>,
+    pub(crate) material: SoftMaterial,
+    pub(crate) pd: Option<PdSystem>,
+    pub(crate) rebuild: Rebuild,
+    pub(crate) x: Vec<Vec3>,
+    pub(crate) v: Vec<Vec3>,
+    pub(crate) good_x: Vec<Vec3>,
+    pub(crate) good_v: Vec<Vec3>,
+    pub(crate) pinned: Vec<bool>,
+    pub(crate) attach_k: Vec<f64>,
+    /// Target per vertex: pin position for pinned vertices, spring target for attachments.
+    pub(crate) targets: Vec<Vec3>,
+    pub(crate) proxies: Vec<EmbeddedPoint>,
+    pub(crate) frozen: Option<FreezeReason>,
+    pub(crate) ws: Workspace,
+}
+
+impl SoftBody {
+    pub(crate) fn new(mesh: Arc<TetMesh>, material: SoftMaterial, positions: Vec<Vec3>) -> Self {
+        let n = mesh.vertex_count();
+        let proxies = mesh
+            .surface_vertices()
+            .iter()
+            .map(|&v| EmbeddedPoint::vertex(v))
+            .collect();
+        Self {
+            mesh,
+            material,
+            pd: None,
+            rebuild: Rebuild::Full,
+            good_x: positions.clone(),
+            good_v: vec![Vec3::zeros(); n],
+            x: positions,
+            v: vec![Vec3::zeros(); n],
+            pinned: vec![false; n],
+            attach_k: vec![0.0; n],
+            targets: vec![Vec3::zeros(); n],
+            proxies,
+            frozen: None,
+            ws: Workspace::default(),
+        }
+    }
+
+    /// Builds or refactors the PD system if an edit asked for it.
+    pub(crate) fn ensure_system(&mut self, dt: f64) -> Result<(), FreezeReason> {
+        let dt_changed = self.pd.as_ref().is_some_and(|pd| pd.dt() != dt);
+        let needs = match (self.rebuild, self.pd.is_some(), dt_changed) {
+            (Rebuild::Full, _, _) | (_, false, _) => Rebuild::Full,
+            (Rebuild::Numeric, true, _) | (Rebuild::None, true, true) => Rebuild::Numeric,
+            (Rebuild::None, true, false) => Rebuild::None,
+        };
+        match needs {
+            Rebuild::None => {}
+            Rebuild::Numeric => {
+                let pd = self
+                    .pd
+                    .as_mut()
+                    .ok_or(FreezeReason::Factorization("missing system".into()))?;
+                // Attachment stiffness lives on the diagonal: a full rebuild keeps it simple and
+                // exact when it changed; material and dt edits refill in place.
+                pd.set_material(&self.mesh, &self.material, dt)
+                    .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
+            }
+            Rebuild::Full => {
+                let pd = PdSystem::new(
+                    &self.mesh,
+                    PdSetup {
+                        material: &self.material,
+                        dt,
+                        pinned: &self.pinned,
+                        attach_stiffness: &self.attach_k,
+                    },
+                )
+                .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
+                self.pd = Some(pd);
+            }
+        }
+        self.rebuild = Rebuild::None;
+        Ok(())
+    }
+
+    /// Restores the last good state and freezes the body.
+    pub(crate) fn freeze(&mut self, reason: FreezeReason) {
+        self.x.copy_from_slice(&self.good_x);
+        self.v.copy_from_slice(&self.good_v);
+        self.frozen = Some(reason);
+    }
+
+    /// Total mass (kg) with the current material.
+    pub(crate) fn masses(&self) -> Vec<f64> {
+        self.mesh.lumped_masses(self.material.density)
+    }
+}

@@ -1,0 +1,585 @@
+//! [`SoftWorld`]: soft bodies, obstacles, and the time step that advances them.
+//!
+//! Each body owns its Projective Dynamics system (one sparse Cholesky factor per body, built on
+//! its first step and refactored only after an edit) and its scratch space. Bodies do not touch
+//! each other in this version (body-body contact is a later addition), so
+//! [`SoftWorld::step`] advances them independently and in parallel (rayon), in a fixed order, with
+//! sequential arithmetic inside each body: results are bit-identical run to run and independent
+//! of the thread count. A body that fails — non-finite state, a runaway speed or energy, a failed
+//! factorization — is restored to its last good state, frozen and reported in
+//! [`StepReport::frozen`]; the other bodies go on unaffected.
+
+mod body;
+mod report;
+mod step;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use nalgebra::UnitQuaternion;
+use rayon::prelude::*;
+use thiserror::Error;
+
+pub use body::SoftBody;
+pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
+
+use super::contact::Obstacle;
+use super::embed::EmbeddedPoint;
+use super::material::{MaterialError, SoftMaterial};
+use super::math::Vec3;
+use super::mesh::TetMesh;
+use super::qp::mprgp::MprgpSettings;
+use body::Rebuild;
+
+/// Global settings of a [`SoftWorld`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorldSettings {
+    /// Gravity (m/s^2). Default: (0, -9.81, 0).
+    pub gravity: Vec3,
+    /// Substeps per [`SoftWorld::step`] call. Default: 1.
+    pub substeps: usize,
+    /// PD local/global iterations per substep. Default: 10.
+    pub pd_iterations: usize,
+    /// MPRGP settings of the constrained global steps. Default: tolerance 1e-6, 500 iterations.
+    pub mprgp: MprgpSettings,
+    /// Distance (m) below which a proxy near an obstacle already gets a (possibly inactive)
+    /// constraint. Default: 0.01.
+    pub contact_margin: f64,
+    /// A vertex faster than this (m/s) freezes its body. Default: 100.
+    pub max_speed: f64,
+    /// Kinetic energy growing past this factor times `max(previous, 1/2 M (1 m/s)^2)` in one step
+    /// freezes the body. Default: 1000.
+    pub runaway_energy_factor: f64,
+}
+
+impl Default for WorldSettings {
+    fn default() -> Self {
+        Self {
+            gravity: Vec3::new(0.0, -9.81, 0.0),
+            substeps: 1,
+            pd_iterations: 10,
+            mprgp: MprgpSettings::default(),
+            contact_margin: 0.01,
+            max_speed: 100.0,
+            runaway_energy_factor: 1000.0,
+        }
+    }
+}
+
+/// Identifies a body in a [`SoftWorld`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyHandle(u32);
+
+/// Identifies an obstacle in a [`SoftWorld`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObstacleHandle(u32);
+
+/// Why a world operation was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum WorldError {
+    /// The material is not physical.
+    #[error("invalid material: {0}")]
+    Material(#[from] MaterialError),
+    /// No body has this handle (it was removed).
+    #[error("no body {0:?}")]
+    UnknownBody(BodyHandle),
+    /// No obstacle has this handle.
+    #[error("no obstacle {0:?}")]
+    UnknownObstacle(ObstacleHandle),
+    /// A vertex index is out of range.
+    #[error("vertex {vertex} out of range: the body has {count} vertices")]
+    VertexOutOfRange {
+        /// The index given.
+        vertex: usize,
+        /// Vertices of the body.
+        count: usize,
+    },
+    /// A position, stiffness or time step is not finite (or not positive where required).
+    #[error("{what} must be finite{positive}", positive = if *.positive { " and > 0" } else { "" })]
+    InvalidValue {
+        /// Which input.
+        what: &'static str,
+        /// Whether it had to be positive.
+        positive: bool,
+    },
+}
+
+/// A world of soft bodies and obstacles.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+/// let mut world = SoftWorld::new(WorldSettings::default());
+/// let cube = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 3));
+/// let body = world.add_body(cube, SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0)).unwrap();
+/// world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+/// for _ in 0..60 {
+///     world.step(1.0 / 60.0).unwrap();
+/// }
+/// let lowest = world.positions(body).unwrap().iter().map(|p| p.y).fold(f64::MAX, f64::min);
+/// assert!(lowest > -1e-3);
+/// ```
+#[derive(Debug, Default)]
+pub struct SoftWorld {
+    settings: WorldSettings,
+    bodies: Vec<SoftBody>,
+    body_ids: Vec<u32>,
+    obstacles: Vec<Obstacle>,
+    obstacle_ids: Vec<u32>,
+    next_id: u32,
+}
+
+impl SoftWorld {
+    /// An empty world.
+    pub fn new(settings: WorldSettings) -> Self {
+        Self {
+            settings,
+            ..Self::default()
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &WorldSettings {
+        &self.settings
+    }
+
+    /// Mutable settings; changes apply from the next step.
+    pub fn settings_mut(&mut self) -> &mut WorldSettings {
+        &mut self.settings
+    }
+
+    fn fresh_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn index(&self, h: BodyHandle) -> Result<usize, WorldError> {
+        self.body_ids
+            .iter()
+            .position(|&id| id == h.0)
+            .ok_or(WorldError::UnknownBody(h))
+    }
+
+    fn body_mut(&mut self, h: BodyHandle) -> Result<&mut SoftBody, WorldError> {
+        let i = self.index(h)?;
+        Ok(&mut self.bodies[i])
+    }
+
+    /// The body behind a handle.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn body(&self, h: BodyHandle) -> Result<&SoftBody, WorldError> {
+        let i = self.index(h)?;
+        Ok(&self.bodies[i])
+    }
+
+    /// Adds a body at rest, its rest shape translated by `position` (m).
+    ///
+    /// # Errors
+    /// [`WorldError::Material`] for a non-physical material, [`WorldError::InvalidValue`] for a
+    /// non-finite position.
+    pub fn add_body(
+        &mut self,
+        mesh: Arc<TetMesh>,
+        material: SoftMaterial,
+        position: Vec3,
+    ) -> Result<BodyHandle, WorldError> {
+        self.add_body_with_pose(mesh, material, position, UnitQuaternion::identity())
+    }
+
+    /// Adds a body at rest, its rest shape rotated then translated.
+    ///
+    /// # Errors
+    /// As [`SoftWorld::add_body`].
+    pub fn add_body_with_pose(
+        &mut self,
+        mesh: Arc<TetMesh>,
+        material: SoftMaterial,
+        position: Vec3,
+        rotation: UnitQuaternion<f64>,
+    ) -> Result<BodyHandle, WorldError> {
+        material.validate()?;
+        check_finite("position", &position)?;
+        let positions = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| rotation * p + position)
+            .collect();
+        let id = self.fresh_id();
+        self.bodies.push(SoftBody::new(mesh, material, positions));
+        self.body_ids.push(id);
+        Ok(BodyHandle(id))
+    }
+
+    /// Removes a body; returns whether it existed.
+    pub fn remove_body(&mut self, h: BodyHandle) -> bool {
+        match self.index(h) {
+            Ok(i) => {
+                self.bodies.remove(i);
+                self.body_ids.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Handles of all bodies, in stepping order.
+    pub fn bodies(&self) -> impl Iterator<Item = BodyHandle> + '_ {
+        self.body_ids.iter().map(|&id| BodyHandle(id))
+    }
+
+    /// Adds an obstacle.
+    pub fn add_obstacle(&mut self, obstacle: Obstacle) -> ObstacleHandle {
+        let id = self.fresh_id();
+        self.obstacles.push(obstacle);
+        self.obstacle_ids.push(id);
+        ObstacleHandle(id)
+    }
+
+    /// Removes an obstacle; returns whether it existed.
+    pub fn remove_obstacle(&mut self, h: ObstacleHandle) -> bool {
+        match self.obstacle_ids.iter().position(|&id| id == h.0) {
+            Some(i) => {
+                self.obstacles.remove(i);
+                self.obstacle_ids.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Mutable access to an obstacle (to move it: [`Obstacle::move_to`]).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownObstacle`].
+    pub fn obstacle_mut(&mut self, h: ObstacleHandle) -> Result<&mut Obstacle, WorldError> {
+        let i = self
+            .obstacle_ids
+            .iter()
+            .position(|&id| id == h.0)
+            .ok_or(WorldError::UnknownObstacle(h))?;
+        Ok(&mut self.obstacles[i])
+    }
+
+    /// All obstacles, in order.
+    pub fn obstacles(&self) -> &[Obstacle] {
+        &self.obstacles
+    }
+
+    /// Current vertex positions (m).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn positions(&self, h: BodyHandle) -> Result<&[Vec3], WorldError> {
+        Ok(&self.body(h)?.x)
+    }
+
+    /// Mutable vertex positions (m): a teleport. Non-finite values freeze the body on its next
+    /// step.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn positions_mut(&mut self, h: BodyHandle) -> Result<&mut [Vec3], WorldError> {
+        Ok(&mut self.body_mut(h)?.x)
+    }
+
+    /// Current vertex velocities (m/s).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn velocities(&self, h: BodyHandle) -> Result<&[Vec3], WorldError> {
+        Ok(&self.body(h)?.v)
+    }
+
+    /// Mutable vertex velocities (m/s).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn velocities_mut(&mut self, h: BodyHandle) -> Result<&mut [Vec3], WorldError> {
+        Ok(&mut self.body_mut(h)?.v)
+    }
+
+    /// The body's mesh.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn mesh(&self, h: BodyHandle) -> Result<&Arc<TetMesh>, WorldError> {
+        Ok(&self.body(h)?.mesh)
+    }
+
+    /// The body's material.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn material(&self, h: BodyHandle) -> Result<&SoftMaterial, WorldError> {
+        Ok(&self.body(h)?.material)
+    }
+
+    /// Changes the material; that body alone is refactored on its next step.
+    ///
+    /// # Errors
+    /// [`WorldError::Material`] or [`WorldError::UnknownBody`].
+    pub fn set_material(
+        &mut self,
+        h: BodyHandle,
+        material: SoftMaterial,
+    ) -> Result<(), WorldError> {
+        material.validate()?;
+        let b = self.body_mut(h)?;
+        if b.material != material {
+            b.material = material;
+            b.rebuild = b.rebuild.max_with(Rebuild::Numeric);
+        }
+        Ok(())
+    }
+
+    /// Pins `vertex` at `target` (m): it stays exactly there (moving the target moves it).
+    ///
+    /// # Errors
+    /// Unknown body, vertex out of range, non-finite target.
+    pub fn pin(&mut self, h: BodyHandle, vertex: usize, target: Vec3) -> Result<(), WorldError> {
+        check_finite("pin target", &target)?;
+        let b = self.body_mut(h)?;
+        check_vertex(vertex, b.x.len())?;
+        if !b.pinned[vertex] {
+            b.pinned[vertex] = true;
+            b.rebuild = Rebuild::Full;
+        }
+        b.targets[vertex] = target;
+        b.x[vertex] = target;
+        Ok(())
+    }
+
+    /// Moves the target of a pinned vertex (no refactorization).
+    ///
+    /// # Errors
+    /// Unknown body, vertex out of range, non-finite target.
+    pub fn set_pin_target(
+        &mut self,
+        h: BodyHandle,
+        vertex: usize,
+        target: Vec3,
+    ) -> Result<(), WorldError> {
+        check_finite("pin target", &target)?;
+        let b = self.body_mut(h)?;
+        check_vertex(vertex, b.x.len())?;
+        b.targets[vertex] = target;
+        Ok(())
+    }
+
+    /// Frees a pinned vertex.
+    ///
+    /// # Errors
+    /// Unknown body, vertex out of range.
+    pub fn unpin(&mut self, h: BodyHandle, vertex: usize) -> Result<(), WorldError> {
+        let b = self.body_mut(h)?;
+        check_vertex(vertex, b.x.len())?;
+        if b.pinned[vertex] {
+            b.pinned[vertex] = false;
+            b.rebuild = Rebuild::Full;
+        }
+        Ok(())
+    }
+
+    /// Ties `vertex` to `target` (m) with a zero-rest-length spring of `stiffness` (N/m); a
+    /// stiffness of 0 removes the attachment.
+    ///
+    /// # Errors
+    /// Unknown body, vertex out of range, negative or non-finite stiffness, non-finite target.
+    pub fn attach(
+        &mut self,
+        h: BodyHandle,
+        vertex: usize,
+        stiffness: f64,
+        target: Vec3,
+    ) -> Result<(), WorldError> {
+        check_finite("attachment target", &target)?;
+        if !(stiffness.is_finite() && stiffness >= 0.0) {
+            return Err(WorldError::InvalidValue {
+                what: "attachment stiffness",
+                positive: false,
+            });
+        }
+        let b = self.body_mut(h)?;
+        check_vertex(vertex, b.x.len())?;
+        if b.attach_k[vertex] != stiffness {
+            b.attach_k[vertex] = stiffness;
+            b.rebuild = Rebuild::Full;
+        }
+        b.targets[vertex] = target;
+        Ok(())
+    }
+
+    /// Moves an attachment's target (no refactorization).
+    ///
+    /// # Errors
+    /// Unknown body, vertex out of range, non-finite target.
+    pub fn set_attachment_target(
+        &mut self,
+        h: BodyHandle,
+        vertex: usize,
+        target: Vec3,
+    ) -> Result<(), WorldError> {
+        self.set_pin_target(h, vertex, target)
+    }
+
+    /// Replaces the body's collision proxies (default: its surface vertices).
+    ///
+    /// # Errors
+    /// Unknown body, or a proxy vertex out of range, or non-finite weights.
+    pub fn set_proxies(
+        &mut self,
+        h: BodyHandle,
+        proxies: Vec<EmbeddedPoint>,
+    ) -> Result<(), WorldError> {
+        let b = self.body_mut(h)?;
+        for p in &proxies {
+            for k in 0..4 {
+                check_vertex(p.vertices[k] as usize, b.x.len())?;
+                if !p.weights[k].is_finite() {
+                    return Err(WorldError::InvalidValue {
+                        what: "proxy weight",
+                        positive: false,
+                    });
+                }
+            }
+        }
+        b.proxies = proxies;
+        Ok(())
+    }
+
+    /// The body's collision proxies.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn proxies(&self, h: BodyHandle) -> Result<&[EmbeddedPoint], WorldError> {
+        Ok(&self.body(h)?.proxies)
+    }
+
+    /// Why the body is frozen, if it is.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn frozen(&self, h: BodyHandle) -> Result<Option<&FreezeReason>, WorldError> {
+        Ok(self.body(h)?.frozen.as_ref())
+    }
+
+    /// Lets a frozen body move again (from its restored last good state).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn unfreeze(&mut self, h: BodyHandle) -> Result<(), WorldError> {
+        self.body_mut(h)?.frozen = None;
+        Ok(())
+    }
+
+    /// Kinetic energy (J).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn kinetic_energy(&self, h: BodyHandle) -> Result<f64, WorldError> {
+        let b = self.body(h)?;
+        Ok(0.5
+            * b.masses()
+                .iter()
+                .zip(&b.v)
+                .map(|(m, v)| m * v.norm_squared())
+                .sum::<f64>())
+    }
+
+    /// Gravitational potential energy (J) relative to the origin, for the world's gravity.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn potential_energy(&self, h: BodyHandle) -> Result<f64, WorldError> {
+        let b = self.body(h)?;
+        let g = self.settings.gravity;
+        Ok(-b
+            .masses()
+            .iter()
+            .zip(&b.x)
+            .map(|(m, x)| m * g.dot(x))
+            .sum::<f64>())
+    }
+
+    /// Elastic energy (J) of the PD model at the current positions (0 before the first step).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn elastic_energy(&self, h: BodyHandle) -> Result<f64, WorldError> {
+        let b = self.body(h)?;
+        Ok(b.pd.as_ref().map_or(0.0, |pd| pd.elastic_energy(&b.x)))
+    }
+
+    /// Advances the world by `dt` seconds (in [`WorldSettings::substeps`] equal substeps).
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidValue`] for a non-finite or non-positive `dt`. A failing body is not
+    /// an error: it is frozen and listed in [`StepReport::frozen`].
+    pub fn step(&mut self, dt: f64) -> Result<StepReport, WorldError> {
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(WorldError::InvalidValue {
+                what: "time step",
+                positive: true,
+            });
+        }
+        let start = Instant::now();
+        let substeps = self.settings.substeps.max(1);
+        let h = dt / substeps as f64;
+        let mut report = StepReport::default();
+        for _ in 0..substeps {
+            let settings = self.settings;
+            let obstacles = &self.obstacles;
+            let results: Vec<_> = if self.bodies.len() > 1 {
+                self.bodies
+                    .par_iter_mut()
+                    .map(|b| step::step_body(b, obstacles, &settings, h))
+                    .collect()
+            } else {
+                self.bodies
+                    .iter_mut()
+                    .map(|b| step::step_body(b, obstacles, &settings, h))
+                    .collect()
+            };
+            for ((stats, frozen), &id) in results.iter().zip(&self.body_ids) {
+                report.add_body(stats);
+                if let Some(reason) = frozen {
+                    report.frozen.push((BodyHandle(id), reason.clone()));
+                }
+            }
+        }
+        report.wall = start.elapsed();
+        Ok(report)
+    }
+}
+
+impl Rebuild {
+    fn max_with(self, other: Self) -> Self {
+        match (self, other) {
+            (Rebuild::Full, _) | (_, Rebuild::Full) => Rebuild::Full,
+            (Rebuild::Numeric, _) | (_, Rebuild::Numeric) => Rebuild::Numeric,
+            _ => Rebuild::None,
+        }
+    }
+}
+
+fn check_finite(what: &'static str, v: &Vec3) -> Result<(), WorldError> {
+    if v.iter().all(|c| c.is_finite()) {
+        Ok(())
+    } else {
+        Err(WorldError::InvalidValue {
+            what,
+            positive: false,
+        })
+    }
+}
+
+fn check_vertex(vertex: usize, count: usize) -> Result<(), WorldError> {
+    if vertex < count {
+        Ok(())
+    } else {
+        Err(WorldError::VertexOutOfRange { vertex, count })
+    }
+}

@@ -1,0 +1,148 @@
+//! What a step did: per-phase timings, solver statistics, frozen bodies.
+
+use std::time::Duration;
+
+/// Why a body was frozen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FreezeReason {
+    /// Its positions or velocities were not finite at the start of the step (e.g. set by user
+    /// code).
+    NonFiniteInput,
+    /// A non-finite value appeared during the step.
+    NonFiniteState,
+    /// A vertex moved faster than [`super::WorldSettings::max_speed`] (m/s).
+    SpeedLimit {
+        /// The speed reached (m/s).
+        speed: f64,
+    },
+    /// The kinetic energy grew by more than [`super::WorldSettings::runaway_energy_factor`].
+    EnergyRunaway {
+        /// Kinetic energy before the step (J).
+        before: f64,
+        /// Kinetic energy after the step (J).
+        after: f64,
+    },
+    /// The body's system matrix could not be factored.
+    Factorization(String),
+    /// The contact QP could not be solved.
+    ContactSolve(String),
+}
+
+impl std::fmt::Display for FreezeReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NonFiniteInput => write!(f, "non-finite positions or velocities before the step"),
+            Self::NonFiniteState => write!(f, "a non-finite value appeared during the step"),
+            Self::SpeedLimit { speed } => write!(f, "a vertex reached {speed:.1} m/s"),
+            Self::EnergyRunaway { before, after } => {
+                write!(
+                    f,
+                    "kinetic energy ran away from {before:.3e} J to {after:.3e} J"
+                )
+            }
+            Self::Factorization(e) => write!(f, "factorization failed: {e}"),
+            Self::ContactSolve(e) => write!(f, "contact QP failed: {e}"),
+        }
+    }
+}
+
+/// Time spent in each phase, summed over bodies (bodies may run in parallel, so the sum can
+/// exceed the wall time in [`StepReport::wall`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseTimings {
+    /// Rebuilding or refactoring matrices after edits.
+    pub refactor: Duration,
+    /// Inertial prediction.
+    pub predict: Duration,
+    /// Contact detection and constraint rows (including re-detection during iterations).
+    pub detect: Duration,
+    /// PD local steps (polar decompositions).
+    pub local: Duration,
+    /// PD global steps: right-hand sides and prefactored solves.
+    pub global: Duration,
+    /// MPRGP solves of the constrained global steps (part of the global phase, not in `global`).
+    pub mprgp: Duration,
+    /// Velocity update, friction, damping and the guard.
+    pub velocity: Duration,
+}
+
+impl PhaseTimings {
+    pub(crate) fn add(&mut self, o: &Self) {
+        self.refactor += o.refactor;
+        self.predict += o.predict;
+        self.detect += o.detect;
+        self.local += o.local;
+        self.global += o.global;
+        self.mprgp += o.mprgp;
+        self.velocity += o.velocity;
+    }
+}
+
+/// Statistics of one body's step.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BodyStepStats {
+    /// Phase timings of this body.
+    pub timings: PhaseTimings,
+    /// PD local/global iterations run.
+    pub pd_iterations: usize,
+    /// MPRGP iterations over all constrained global steps.
+    pub mprgp_iterations: usize,
+    /// MPRGP CG steps among them.
+    pub mprgp_cg_steps: usize,
+    /// Constraint rows at the end of the step.
+    pub constraints: usize,
+    /// Rows active at the solution.
+    pub active_constraints: usize,
+    /// Relative KKT residual `||phi + beta|| / ||b||` of the last constrained global step (0 if
+    /// unconstrained).
+    pub kkt_residual: f64,
+    /// Deepest penetration (m) of a proxy into an obstacle after the step.
+    pub max_penetration: f64,
+}
+
+/// What [`super::SoftWorld::step`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepReport {
+    /// Wall time of the whole step.
+    pub wall: Duration,
+    /// Phase timings summed over bodies.
+    pub timings: PhaseTimings,
+    /// PD iterations, summed over bodies.
+    pub pd_iterations: usize,
+    /// MPRGP iterations, summed over bodies.
+    pub mprgp_iterations: usize,
+    /// MPRGP CG steps, summed over bodies.
+    pub mprgp_cg_steps: usize,
+    /// Constraint rows, summed over bodies.
+    pub constraints: usize,
+    /// Active constraint rows at the solutions, summed over bodies.
+    pub active_constraints: usize,
+    /// Largest final relative KKT residual over bodies.
+    pub kkt_residual: f64,
+    /// Deepest penetration (m) over bodies after the step.
+    pub max_penetration: f64,
+    /// Bodies frozen during this step, with the reason.
+    pub frozen: Vec<(super::BodyHandle, FreezeReason)>,
+}
+
+impl StepReport {
+    /// Share of MPRGP iterations that were CG steps (the paper's `cg/it`).
+    pub fn cg_share(&self) -> f64 {
+        if self.mprgp_iterations == 0 {
+            1.0
+        } else {
+            self.mprgp_cg_steps as f64 / self.mprgp_iterations as f64
+        }
+    }
+
+    pub(crate) fn add_body(&mut self, s: &BodyStepStats) {
+        self.timings.add(&s.timings);
+        self.pd_iterations += s.pd_iterations;
+        self.mprgp_iterations += s.mprgp_iterations;
+        self.mprgp_cg_steps += s.mprgp_cg_steps;
+        self.constraints += s.constraints;
+        self.active_constraints += s.active_constraints;
+        self.kkt_residual = self.kkt_residual.max(s.kkt_residual);
+        self.max_penetration = self.max_penetration.max(s.max_penetration);
+    }
+}

@@ -1,0 +1,315 @@
+//! Physical facts of the simulation core, checked on small scenes.
+
+use std::sync::Arc;
+
+use bevy_deformable::sim::mesh::signed_volume;
+use bevy_deformable::sim::{
+    FreezeReason, Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
+use nalgebra::UnitQuaternion;
+
+const DT: f64 = 1.0 / 60.0;
+
+fn cube(half: f64, res: usize) -> Arc<TetMesh> {
+    Arc::new(TetMesh::cuboid(Vec3::repeat(half), res))
+}
+
+fn centroid(x: &[Vec3]) -> Vec3 {
+    x.iter().sum::<Vec3>() / x.len() as f64
+}
+
+fn lowest(x: &[Vec3]) -> f64 {
+    x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn free_fall_follows_implicit_euler_and_half_g_t_squared() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let body = world
+        .add_body(
+            cube(0.2, 3),
+            SoftMaterial::RUBBER,
+            Vec3::new(0.0, 10.0, 0.0),
+        )
+        .unwrap();
+    let start = centroid(world.positions(body).unwrap());
+    let steps = 30;
+    for _ in 0..steps {
+        world.step(DT).unwrap();
+    }
+    let drop = start.y - centroid(world.positions(body).unwrap()).y;
+    let g = 9.81;
+    let n = steps as f64;
+    // Implicit Euler: x_n = x_0 - g h^2 n (n + 1) / 2 exactly (the body does not deform).
+    let discrete = g * DT * DT * n * (n + 1.0) / 2.0;
+    assert!((drop - discrete).abs() < 1e-9, "drop {drop} vs {discrete}");
+    // And 1/2 g t^2 up to the method's first-order error g h t / 2.
+    let t = n * DT;
+    assert!((drop - 0.5 * g * t * t).abs() <= 0.5 * g * DT * t + 1e-12);
+    // No deformation: every vertex moved by the same amount.
+    let rest = world.mesh(body).unwrap().rest_positions().to_vec();
+    for (p, r) in world.positions(body).unwrap().iter().zip(&rest) {
+        assert!((p - (r + Vec3::new(0.0, 10.0 - discrete, 0.0))).norm() < 1e-9);
+    }
+}
+
+#[test]
+fn dropped_cube_rests_on_the_floor_without_sinking_and_loses_energy() {
+    let size = 0.5;
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let body = world
+        .add_body(
+            cube(size / 2.0, 4),
+            SoftMaterial::RUBBER,
+            Vec3::new(0.0, 0.6, 0.0),
+        )
+        .unwrap();
+    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    let energy = |w: &SoftWorld| {
+        w.kinetic_energy(body).unwrap()
+            + w.potential_energy(body).unwrap()
+            + w.elastic_energy(body).unwrap()
+    };
+    let e0 = energy(&world);
+    let mut ke = Vec::new();
+    for step in 0..180 {
+        let report = world.step(DT).unwrap();
+        assert!(report.frozen.is_empty(), "frozen: {:?}", report.frozen);
+        let low = lowest(world.positions(body).unwrap());
+        assert!(
+            low > -1e-3 * size,
+            "step {step}: vertex at {low} below the floor"
+        );
+        // Total mechanical energy never exceeds the initial energy (implicit Euler dissipates).
+        assert!(
+            energy(&world) <= e0 + 1e-9 * e0.abs().max(1.0),
+            "step {step}: energy grew"
+        );
+        ke.push(world.kinetic_energy(body).unwrap());
+    }
+    // At rest: kinetic energy tiny and decaying over the last second.
+    let last = ke[ke.len() - 1];
+    assert!(last < 1e-4, "still moving: {last} J");
+    assert!(ke[ke.len() - 1] <= ke[ke.len() - 60] + 1e-9);
+    let c = centroid(world.positions(body).unwrap());
+    assert!(
+        (c.y - size / 2.0).abs() < 0.05 * size,
+        "centroid at {}",
+        c.y
+    );
+}
+
+#[test]
+fn pinned_vertex_stays_exactly_put() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let body = world
+        .add_body(cube(0.25, 3), SoftMaterial::JELLY, Vec3::new(0.0, 1.0, 0.0))
+        .unwrap();
+    // Pin one top corner where it is.
+    let (v, target) = world
+        .positions(body)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .max_by(|a, b| (a.1.y + a.1.x).total_cmp(&(b.1.y + b.1.x)))
+        .map(|(i, p)| (i, *p))
+        .unwrap();
+    world.pin(body, v, target).unwrap();
+    for _ in 0..90 {
+        world.step(DT).unwrap();
+        assert_eq!(world.positions(body).unwrap()[v], target);
+    }
+    // The rest of the body hangs below the pin.
+    assert!(centroid(world.positions(body).unwrap()).y < target.y - 0.2);
+}
+
+#[test]
+fn half_inverted_cube_recovers_positive_volumes() {
+    let mut world = SoftWorld::new(WorldSettings {
+        gravity: Vec3::zeros(),
+        ..WorldSettings::default()
+    });
+    let mesh = cube(0.25, 4);
+    let body = world
+        .add_body(mesh.clone(), SoftMaterial::RUBBER, Vec3::zeros())
+        .unwrap();
+    // Mirror the x > 0 half through x = 0: those tets turn inside out.
+    for p in world.positions_mut(body).unwrap() {
+        if p.x > 0.0 {
+            p.x = -p.x;
+        }
+    }
+    let volumes = |x: &[Vec3]| -> Vec<f64> {
+        mesh.tets()
+            .iter()
+            .map(|t| {
+                let [a, b, c, d] = t.map(|i| x[i as usize]);
+                signed_volume(&a, &b, &c, &d)
+            })
+            .collect()
+    };
+    let inverted = volumes(world.positions(body).unwrap())
+        .iter()
+        .filter(|&&v| v < 0.0)
+        .count();
+    assert!(
+        inverted as f64 >= 0.4 * mesh.tet_count() as f64,
+        "{inverted}"
+    );
+    for _ in 0..60 {
+        let r = world.step(DT).unwrap();
+        assert!(r.frozen.is_empty());
+    }
+    let after = volumes(world.positions(body).unwrap());
+    assert!(
+        after.iter().all(|&v| v > 0.0),
+        "{} tets still inverted",
+        after.iter().filter(|&&v| v <= 0.0).count()
+    );
+}
+
+#[test]
+fn kinematic_paddle_pushes_a_resting_body_without_interpenetration() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let body = world
+        .add_body(cube(0.2, 4), SoftMaterial::RUBBER, Vec3::new(0.0, 0.2, 0.0))
+        .unwrap();
+    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    for _ in 0..60 {
+        world.step(DT).unwrap();
+    }
+    let before = centroid(world.positions(body).unwrap());
+    // The paddle skims 2 cm above the floor: a vertex squeezed into the corner between two
+    // obstacles keeps only one constraint under collision decoupling (see the README's caveats).
+    let half = Vec3::new(0.05, 0.3, 0.5);
+    let py = 0.32;
+    let paddle_obstacle = Obstacle::cuboid(half)
+        .unwrap()
+        .with_position(Vec3::new(-0.6, py, 0.0));
+    let paddle = world.add_obstacle(paddle_obstacle);
+    let speed = 1.0;
+    let mut px = -0.6;
+    for step in 0..60 {
+        px += speed * DT;
+        world.obstacle_mut(paddle).unwrap().move_to(
+            Vec3::new(px, py, 0.0),
+            UnitQuaternion::identity(),
+            DT,
+        );
+        let r = world.step(DT).unwrap();
+        assert!(r.frozen.is_empty());
+        // No surface vertex inside the paddle (beyond a millimetre).
+        for p in world.positions(body).unwrap() {
+            let local = p - Vec3::new(px, py, 0.0);
+            let inside = (0..3).all(|k| local[k].abs() < half[k] - 1e-3);
+            assert!(
+                !inside,
+                "step {step}: vertex {p:?} inside the paddle at x = {px}"
+            );
+        }
+        assert!(
+            r.max_penetration < 2e-3,
+            "step {step}: penetration {}",
+            r.max_penetration
+        );
+    }
+    let after = centroid(world.positions(body).unwrap());
+    assert!(
+        after.x > before.x + 0.2,
+        "pushed from {} to {}",
+        before.x,
+        after.x
+    );
+}
+
+#[test]
+fn a_nan_freezes_only_its_body_and_leaves_the_other_bit_identical() {
+    let run = |inject: bool| -> (Vec<Vec<Vec3>>, Option<FreezeReason>) {
+        let mut world = SoftWorld::new(WorldSettings::default());
+        let a = world
+            .add_body(cube(0.2, 3), SoftMaterial::RUBBER, Vec3::new(0.0, 0.5, 0.0))
+            .unwrap();
+        let b = world
+            .add_body(cube(0.2, 3), SoftMaterial::JELLY, Vec3::new(1.0, 0.5, 0.0))
+            .unwrap();
+        world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+        let mut trajectory = Vec::new();
+        let mut frozen = None;
+        for step in 0..40 {
+            if inject && step == 20 {
+                world.positions_mut(b).unwrap()[3].y = f64::NAN;
+            }
+            let r = world.step(DT).unwrap();
+            if let Some((h, reason)) = r.frozen.first() {
+                assert_eq!(*h, b);
+                frozen = Some(reason.clone());
+            }
+            trajectory.push(world.positions(a).unwrap().to_vec());
+        }
+        if inject {
+            // B is restored to a finite state and stays frozen.
+            assert!(
+                world
+                    .positions(b)
+                    .unwrap()
+                    .iter()
+                    .all(|p| p.iter().all(|c| c.is_finite()))
+            );
+            assert!(world.frozen(b).unwrap().is_some());
+        }
+        (trajectory, frozen)
+    };
+    let (clean, none) = run(false);
+    let (dirty, reason) = run(true);
+    assert!(none.is_none());
+    assert_eq!(reason, Some(FreezeReason::NonFiniteInput));
+    assert_eq!(clean, dirty, "body A changed because body B failed");
+}
+
+#[test]
+fn invalid_input_gets_typed_errors() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    assert!(
+        world
+            .add_body(
+                cube(0.2, 2),
+                SoftMaterial::RUBBER.with_youngs_modulus(-1.0),
+                Vec3::zeros()
+            )
+            .is_err()
+    );
+    let b = world
+        .add_body(cube(0.2, 2), SoftMaterial::RUBBER, Vec3::zeros())
+        .unwrap();
+    assert!(world.pin(b, 10_000, Vec3::zeros()).is_err());
+    assert!(world.pin(b, 0, Vec3::new(f64::NAN, 0.0, 0.0)).is_err());
+    assert!(world.step(0.0).is_err());
+    assert!(world.step(f64::NAN).is_err());
+    assert!(world.remove_body(b));
+    assert!(world.positions(b).is_err());
+}
+
+#[test]
+fn same_scene_twice_is_bit_identical() {
+    let run = || {
+        let mut world = SoftWorld::new(WorldSettings::default());
+        let a = world
+            .add_body(
+                Arc::new(TetMesh::sphere(0.2, 5)),
+                SoftMaterial::JELLY,
+                Vec3::new(0.0, 0.6, 0.0),
+            )
+            .unwrap();
+        world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+        world.add_obstacle(
+            Obstacle::ball(0.3)
+                .unwrap()
+                .with_position(Vec3::new(0.1, 0.0, 0.0)),
+        );
+        for _ in 0..40 {
+            world.step(DT).unwrap();
+        }
+        world.positions(a).unwrap().to_vec()
+    };
+    assert_eq!(run(), run());
+}

@@ -1,1 +1,337 @@
-fn main() {}
+//! Solver benchmark: whole steps of soft bodies dropped on a floor, and MPRGP against dual PGS
+//! on one recorded contact QP.
+//!
+//! `cargo bench --bench solver` prints a table and writes `target/bench/solver.json`.
+//! `cargo bench --bench solver -- --quick` skips the 10K and 40K cubes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bevy_deformable::sim::contact::{DecoupledRows, build_rows, detect_contacts};
+use bevy_deformable::sim::pd::{PdSetup, PdSystem};
+use bevy_deformable::sim::qp::mprgp::{Mprgp, MprgpSettings};
+use bevy_deformable::sim::qp::pgs::{DualPgs, PgsSettings};
+use bevy_deformable::sim::qp::{QpProblem, kkt_residual};
+use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+
+const DT: f64 = 1.0 / 60.0;
+
+struct SceneResult {
+    name: String,
+    vertices: usize,
+    tets: usize,
+    ms_per_step_median: f64,
+    ms_local: f64,
+    ms_global: f64,
+    ms_contact: f64,
+    mprgp_iterations: f64,
+    first_step_ms: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Drops `mesh` from 2 cm above the floor and measures `steps` steps after the first (which
+/// includes the factorization).
+fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
+    let (lo, _) = mesh.rest_bounds();
+    let mesh = Arc::new(mesh);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_body(
+            mesh.clone(),
+            SoftMaterial::RUBBER,
+            Vec3::new(0.0, -lo.y + 0.02, 0.0),
+        )
+        .expect("valid body");
+    world.add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"));
+    let first = world.step(DT).expect("valid dt");
+    let (mut total, mut local, mut global, mut contact, mut its) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..steps {
+        let r = world.step(DT).expect("valid dt");
+        assert!(r.frozen.is_empty(), "{name}: body froze: {:?}", r.frozen);
+        total.push(ms(r.wall));
+        local.push(ms(r.timings.local));
+        global.push(ms(r.timings.global + r.timings.mprgp));
+        contact.push(ms(r.timings.detect + r.timings.velocity));
+        its.push(r.mprgp_iterations as f64);
+    }
+    SceneResult {
+        name: name.to_string(),
+        vertices: mesh.vertex_count(),
+        tets: mesh.tet_count(),
+        ms_per_step_median: median(&mut total),
+        ms_local: median(&mut local),
+        ms_global: median(&mut global),
+        ms_contact: median(&mut contact),
+        mprgp_iterations: median(&mut its),
+        first_step_ms: ms(first.wall),
+    }
+}
+
+/// One contact QP of a PD global step: a cube pressed 1 cm into the floor, squashed by its
+/// prediction, first PD iteration.
+struct RecordedQp {
+    pd: PdSystem,
+    b: Vec<Vec3>,
+    rows: DecoupledRows,
+}
+
+fn record_qp(resolution: usize) -> RecordedQp {
+    let mesh = TetMesh::cuboid(Vec3::repeat(0.5), resolution);
+    let material = SoftMaterial::RUBBER;
+    let mut pd = PdSystem::new(
+        &mesh,
+        PdSetup {
+            material: &material,
+            dt: DT,
+            pinned: &[],
+            attach_stiffness: &[],
+        },
+    )
+    .expect("factorizable");
+    // The body falls at 3 m/s and its bottom is 1 cm above the floor: the prediction penetrates.
+    let x: Vec<Vec3> = mesh
+        .rest_positions()
+        .iter()
+        .map(|p| p + Vec3::new(0.0, 0.51, 0.0))
+        .collect();
+    let y: Vec<Vec3> = x
+        .iter()
+        .map(|p| p + DT * Vec3::new(0.0, -3.0, 0.0) + DT * DT * Vec3::new(0.0, -9.81, 0.0))
+        .collect();
+    let mut contributions = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
+    pd.local_step(&y, &mut contributions);
+    let mut b = vec![Vec3::zeros(); mesh.vertex_count()];
+    pd.assemble_rhs(&y, &[], &contributions, &mut b);
+    let proxies: Vec<_> = mesh
+        .surface_vertices()
+        .iter()
+        .map(|&v| bevy_deformable::sim::EmbeddedPoint::vertex(v))
+        .collect();
+    let floor = [Obstacle::halfspace(Vec3::y()).expect("valid normal")];
+    let mut contacts = Vec::new();
+    let mut scratch = Vec::new();
+    detect_contacts(&proxies, &y, &floor, 0.01, &[], &mut scratch, &mut contacts);
+    let mut rows = DecoupledRows::default();
+    rows.reset(mesh.vertex_count(), proxies.len());
+    build_rows(&mut contacts, &proxies, pd.dof_map(), &y, &mut rows);
+    // Keep `pd` usable as a solver: one solve to check it is factored.
+    let mut probe = b.clone();
+    pd.solve_in_place(&mut probe);
+    RecordedQp { pd, b, rows }
+}
+
+/// Smallest cap (iterations or sweeps) whose result reaches `target`, by geometric search then
+/// bisection; returns the median time of `repeats` runs at that cap.
+fn time_to_residual(
+    mut run: impl FnMut(usize) -> (f64, Duration),
+    target: f64,
+    max_cap: usize,
+) -> Option<(usize, f64)> {
+    let mut lo = 0usize;
+    let mut hi = 1usize;
+    loop {
+        let (r, _) = run(hi);
+        if r <= target {
+            break;
+        }
+        lo = hi;
+        if hi >= max_cap {
+            return None;
+        }
+        hi = (hi * 3).div_ceil(2).max(hi + 1).min(max_cap);
+    }
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if run(mid).0 <= target {
+            hi = mid
+        } else {
+            lo = mid
+        }
+    }
+    let mut times: Vec<f64> = (0..7).map(|_| ms(run(hi).1)).collect();
+    Some((hi, median(&mut times)))
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let mut scenes = Vec::new();
+    let armadillo = TetMesh::from_tetgen(
+        include_str!("../assets/meshes/armadillo_4k.node"),
+        include_str!("../assets/meshes/armadillo_4k.ele"),
+    )
+    .expect("armadillo loads");
+    // The armadillo file is in its own units (about 100 across): scale to 1 m.
+    let (lo, hi) = armadillo.rest_bounds();
+    let scale = 1.0 / (hi - lo).max();
+    let armadillo = TetMesh::new(
+        armadillo
+            .rest_positions()
+            .iter()
+            .map(|p| p * scale)
+            .collect(),
+        armadillo
+            .tets()
+            .iter()
+            .map(|t| t.map(|i| i as usize))
+            .collect(),
+    )
+    .expect("scaled armadillo valid");
+    scenes.push(scene("cube_1k", TetMesh::cuboid(Vec3::repeat(0.5), 9), 120));
+    scenes.push(scene("armadillo_1k", armadillo, 120));
+    if !quick {
+        scenes.push(scene(
+            "cube_10k",
+            TetMesh::cuboid(Vec3::repeat(0.5), 21),
+            30,
+        ));
+        scenes.push(scene("cube_40k", TetMesh::cuboid(Vec3::repeat(0.5), 33), 8));
+    }
+    println!("\nWhole steps, dropped on a floor, dt = 1/60 s, 10 PD iterations (medians, ms):");
+    println!(
+        "{:<14} {:>8} {:>8} {:>10} {:>8} {:>8} {:>9} {:>7} {:>11}",
+        "scene", "verts", "tets", "ms/step", "local", "global", "contact", "mprgp", "first step"
+    );
+    for s in &scenes {
+        println!(
+            "{:<14} {:>8} {:>8} {:>10.2} {:>8.2} {:>8.2} {:>9.2} {:>7.0} {:>11.1}",
+            s.name,
+            s.vertices,
+            s.tets,
+            s.ms_per_step_median,
+            s.ms_local,
+            s.ms_global,
+            s.ms_contact,
+            s.mprgp_iterations,
+            s.first_step_ms
+        );
+    }
+
+    // MPRGP vs dual PGS on the same QP. `qp.pd` is the operator; `solver` an identical factor
+    // that PGS may use mutably.
+    let mut qp = record_qp(9);
+    let mut solver = record_qp(9).pd;
+    let rows = qp.rows.rows.clone();
+    let b = qp.b.clone();
+    let n = b.len();
+    let mut mprgp = Mprgp::new(MprgpSettings::default());
+    let mut pgs = DualPgs::new(PgsSettings::default());
+    let mut table = Vec::new();
+    for target in [1e-2, 1e-4] {
+        // Both start from the unconstrained solution x_u = A^-1 b (PGS: lambda = 0).
+        let mprgp_result = time_to_residual(
+            |cap| {
+                let t = Instant::now();
+                let mut x = b.clone();
+                qp.pd.solve_in_place(&mut x);
+                mprgp.settings = MprgpSettings {
+                    tolerance: 0.0,
+                    max_iterations: cap,
+                    ..MprgpSettings::default()
+                };
+                let problem = QpProblem {
+                    a: &qp.pd,
+                    b: &b,
+                    rows: &rows,
+                };
+                mprgp.solve(&problem, &mut x).expect("valid QP");
+                let d = t.elapsed();
+                (kkt_residual(&problem, &x).relative, d)
+            },
+            target,
+            100_000,
+        );
+        let pgs_result = time_to_residual(
+            |cap| {
+                let t = Instant::now();
+                let mut x = vec![Vec3::zeros(); n];
+                let problem = QpProblem {
+                    a: &qp.pd,
+                    b: &b,
+                    rows: &rows,
+                };
+                pgs.setup(&problem, &mut solver).expect("valid QP");
+                pgs.sweep(cap);
+                pgs.primal(&problem, &mut solver, &mut x);
+                let d = t.elapsed();
+                (kkt_residual(&problem, &x).relative, d)
+            },
+            target,
+            200_000,
+        );
+        table.push((target, mprgp_result, pgs_result));
+    }
+    println!(
+        "\nContact QP of a {}-vertex cube on the floor ({} constraints), time to a relative KKT residual:",
+        n,
+        rows.len()
+    );
+    println!(
+        "{:>9} {:>16} {:>16} {:>9}",
+        "residual", "MPRGP ms (its)", "PGS ms (sweeps)", "speed-up"
+    );
+    let fmt = |r: &Option<(usize, f64)>| match r {
+        Some((k, t)) => format!("{t:.3} ({k})"),
+        None => "not reached".to_string(),
+    };
+    for (target, m, p) in &table {
+        let speedup = match (m, p) {
+            (Some((_, tm)), Some((_, tp))) => format!("{:.1}x", tp / tm),
+            _ => "-".to_string(),
+        };
+        println!(
+            "{:>9.0e} {:>16} {:>16} {:>9}",
+            target,
+            fmt(m),
+            fmt(p),
+            speedup
+        );
+    }
+
+    // JSON.
+    let num = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.4}"));
+    let scenes_json: Vec<String> = scenes
+        .iter()
+        .map(|s| {
+            format!(
+                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"ms_per_step_median\": {:.4}, \"ms_local\": {:.4}, \"ms_global\": {:.4}, \"ms_contact\": {:.4}, \"mprgp_iterations\": {:.1}}}",
+                s.name, s.vertices, s.tets, s.ms_per_step_median, s.ms_local, s.ms_global, s.ms_contact, s.mprgp_iterations
+            )
+        })
+        .collect();
+    let qp_field = |i: usize| {
+        let (_, m, p) = &table[i];
+        let tm = m.map(|(_, t)| t);
+        let tp = p.map(|(_, t)| t);
+        let sp = match (tm, tp) {
+            (Some(a), Some(b)) => Some(b / a),
+            _ => None,
+        };
+        (num(tm), num(tp), num(sp))
+    };
+    let (m2, p2, s2) = qp_field(0);
+    let (m4, p4, s4) = qp_field(1);
+    let json = format!(
+        "{{\"scenes\": [{}], \"qp\": {{\"constraints\": {}, \"mprgp_ms_1e-2\": {m2}, \"pgs_ms_1e-2\": {p2}, \"speedup_mprgp_vs_pgs_1e-2\": {s2}, \"mprgp_ms_1e-4\": {m4}, \"pgs_ms_1e-4\": {p4}, \"speedup_mprgp_vs_pgs_1e-4\": {s4}}}}}\n",
+        scenes_json.join(", "),
+        rows.len()
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("bench");
+    if let Err(e) =
+        std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join("solver.json"), &json))
+    {
+        eprintln!("could not write {}: {e}", dir.display());
+    } else {
+        println!("\nwrote {}", dir.join("solver.json").display());
+    }
+}

@@ -313,3 +313,66 @@ fn same_scene_twice_is_bit_identical() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn embedded_proxy_stops_an_obstacle_between_the_vertices() {
+    // A one-cell cube (8 vertices) hangs from its four pinned top corners; a small ball rises
+    // into the middle of its bottom face, between the vertices. Vertex proxies alone let the ball
+    // pass through the face; a proxy embedded at the face centre makes the face give way.
+    let radius = 0.1;
+    let run = |with_proxy: bool| -> f64 {
+        let mut world = SoftWorld::new(WorldSettings::default());
+        let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 1));
+        let body = world
+            .add_body(mesh.clone(), SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0))
+            .unwrap();
+        let top: Vec<(usize, Vec3)> = world
+            .positions(body)
+            .unwrap()
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.y > 1.2)
+            .map(|(i, p)| (i, *p))
+            .collect();
+        for (i, p) in top {
+            world.pin(body, i, p).unwrap();
+        }
+        let centre =
+            bevy_deformable::sim::embed::embed_points(&mesh, &[Vec3::new(0.0, -0.25, 0.0)])[0];
+        if with_proxy {
+            let mut proxies = world.proxies(body).unwrap().to_vec();
+            proxies.push(centre);
+            world.set_proxies(body, proxies).unwrap();
+        }
+        let ball = world.add_obstacle(
+            Obstacle::ball(radius)
+                .unwrap()
+                .with_position(Vec3::new(0.0, 0.6, 0.0)),
+        );
+        let mut deepest: f64 = 0.0;
+        let mut y = 0.6;
+        for _ in 0..40 {
+            y += 0.5 * DT;
+            world.obstacle_mut(ball).unwrap().move_to(
+                Vec3::new(0.0, y, 0.0),
+                UnitQuaternion::identity(),
+                DT,
+            );
+            let r = world.step(DT).unwrap();
+            assert!(r.frozen.is_empty());
+            let p = centre.position(world.positions(body).unwrap());
+            deepest = deepest.max(radius - (p - Vec3::new(0.0, y, 0.0)).norm());
+        }
+        deepest
+    };
+    let with = run(true);
+    let without = run(false);
+    assert!(
+        with < 2e-3,
+        "embedded proxy penetrated the ball by {with} m"
+    );
+    assert!(
+        without > 0.05,
+        "without the proxy the ball should pass the face: {without} m"
+    );
+}

@@ -349,6 +349,24 @@ impl PdSystem {
     }
 }
 
+impl crate::sim::qp::SpdOperator for PdSystem {
+    fn len(&self) -> usize {
+        self.free.len()
+    }
+    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
+        self.matrix.mul_vec3(x, out);
+    }
+    fn diagonal(&self, out: &mut [Vec3]) {
+        crate::sim::qp::SpdOperator::diagonal(&self.matrix, out);
+    }
+}
+
+impl crate::sim::qp::SpdSolve for PdSystem {
+    fn solve_in_place(&mut self, x: &mut [Vec3]) {
+        self.chol.solve_in_place(x);
+    }
+}
+
 /// `F = sum_k x_k g_k'` for one tet.
 #[inline]
 pub fn deformation_gradient(x: &[Vec3], t: &[u32; 4], g: &[Vec3; 4]) -> Mat3 {
@@ -359,28 +377,36 @@ pub fn deformation_gradient(x: &[Vec3], t: &[u32; 4], g: &[Vec3; 4]) -> Mat3 {
     f
 }
 
-/// `w_c R + w_v P_vol + w_l P_lim` for one tet.
+/// `w_c R + w_v P_vol + w_l P_lim` for one tet. All three projections share the signed SVD
+/// `F = U diag(sigma) V'`, so the weighted sum is `U diag(w_c + w_v s + w_l clamp(sigma)) V'`.
 #[inline]
 fn weighted_projection(f: &Mat3, w: &[f64; 3], limits: Option<StrainLimits>) -> Mat3 {
-    let (r, pv, pl) = projections(f, limits);
-    let mut wp = w[0] * r + w[1] * pv;
-    if let Some(pl) = pl {
-        wp += w[2] * pl;
+    let svd = svd3(f);
+    let s = volume_preserving_stretches(svd.sigma);
+    let mut d = Vec3::repeat(w[0]) + w[1] * s;
+    if let Some(l) = limits {
+        d += w[2] * svd.sigma.map(|x| x.clamp(l.min_stretch, l.max_stretch));
     }
-    wp
+    scaled_columns(&svd.u, &d) * svd.v.transpose()
 }
 
-/// The closest rotation, the closest volume-preserving matrix and (with limits) the closest
+/// `U diag(d)`.
+#[inline]
+fn scaled_columns(u: &Mat3, d: &Vec3) -> Mat3 {
+    Mat3::from_columns(&[u.column(0) * d.x, u.column(1) * d.y, u.column(2) * d.z])
+}
+
+/// The closest rotation, the volume-preserving projection and (with limits) the closest
 /// strain-limited matrix to `f`.
 fn projections(f: &Mat3, limits: Option<StrainLimits>) -> (Mat3, Mat3, Option<Mat3>) {
     let svd = svd3(f);
     let vt = svd.v.transpose();
     let r = svd.u * vt;
     let s = volume_preserving_stretches(svd.sigma);
-    let pv = svd.u * Mat3::from_diagonal(&s) * vt;
+    let pv = scaled_columns(&svd.u, &s) * vt;
     let pl = limits.map(|l| {
         let c = svd.sigma.map(|x| x.clamp(l.min_stretch, l.max_stretch));
-        svd.u * Mat3::from_diagonal(&c) * vt
+        scaled_columns(&svd.u, &c) * vt
     });
     (r, pv, pl)
 }
@@ -406,44 +432,38 @@ pub fn volume_preserving_stretches(sigma: Vec3) -> Vec3 {
     let mut s = start;
     let mut lambda = 0.0;
     for _ in 0..12 {
-        let p = [s.y * s.z, s.x * s.z, s.x * s.y];
+        let p = Vec3::new(s.y * s.z, s.x * s.z, s.x * s.y);
         let c = s.x * s.y * s.z - 1.0;
-        let r = [
-            s.x - sigma.x - lambda * p[0],
-            s.y - sigma.y - lambda * p[1],
-            s.z - sigma.z - lambda * p[2],
-            c,
-        ];
-        if r.iter().map(|v| v * v).sum::<f64>() < 1e-26 {
+        let r = s - sigma - lambda * p;
+        if r.norm_squared() + c * c < 1e-26 {
             break;
         }
-        // Jacobian of (r0, r1, r2, c) w.r.t. (s, lambda).
-        let j = nalgebra::Matrix4::new(
+        // Newton on (r, c) = 0. The Jacobian is [[H, -p], [p', 0]] with H = I - lambda S,
+        // S_ij = s_k for {i, j, k} = {0, 1, 2}: eliminate ds = H^-1 (r + p dl), p' ds = c.
+        let h = Mat3::new(
             1.0,
             -lambda * s.z,
             -lambda * s.y,
-            -p[0],
             -lambda * s.z,
             1.0,
             -lambda * s.x,
-            -p[1],
             -lambda * s.y,
             -lambda * s.x,
             1.0,
-            -p[2],
-            p[0],
-            p[1],
-            p[2],
-            0.0,
         );
-        let Some(step) = j
-            .lu()
-            .solve(&nalgebra::Vector4::new(r[0], r[1], r[2], r[3]))
-        else {
+        let Some(h_inv) = h.try_inverse() else {
             return start;
         };
-        s -= Vec3::new(step[0], step[1], step[2]);
-        lambda -= step[3];
+        let hr = h_inv * r;
+        let hp = h_inv * p;
+        let php = p.dot(&hp);
+        if php.abs() < 1e-300 {
+            return start;
+        }
+        let dl = (c - p.dot(&hr)) / php;
+        let ds = hr + dl * hp;
+        s -= ds;
+        lambda -= dl;
         if !(s.x > 0.0 && s.y > 0.0 && s.z > 0.0) {
             return start;
         }

@@ -62,7 +62,9 @@ pub fn build_rows(
         row.len = 0;
         for k in 0..4 {
             let w = proxy.weights[k];
-            if w == 0.0 {
+            // Round-off leaves ~1e-17 weights on vertices off the proxy's face: they must not
+            // claim a vertex under decoupling.
+            if w.abs() < 1e-12 {
                 continue;
             }
             let v = proxy.vertices[k] as usize;

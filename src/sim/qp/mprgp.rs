@@ -33,7 +33,7 @@ use crate::sim::math::{Vec3, dot, norm_squared};
 /// Settings of [`Mprgp`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MprgpSettings {
-    /// Relative stopping tolerance on `||phi + beta|| / ||b||` (Jacobi-scaled). Default: 1e-6.
+    /// Relative stopping tolerance on `||phi + beta|| / ||b||` (Jacobi-scaled). Default: 1e-5.
     pub tolerance: f64,
     /// Iteration cap. Default: 500.
     pub max_iterations: usize,
@@ -46,7 +46,7 @@ pub struct MprgpSettings {
 impl Default for MprgpSettings {
     fn default() -> Self {
         Self {
-            tolerance: 1e-6,
+            tolerance: 1e-5,
             max_iterations: 500,
             gamma: 1.0,
             power_iterations: 6,

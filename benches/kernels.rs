@@ -1,0 +1,110 @@
+//! Micro-benchmarks of the kernels inside one PD step: signed SVD, the local step, the global
+//! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes.
+//!
+//! `cargo bench --bench kernels` prints a table (medians over repeated runs).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
+use bevy_deformable::sim::polar::svd3;
+use bevy_deformable::sim::qp::SpdOperator;
+use bevy_deformable::sim::{Mat3, SoftMaterial, TetMesh, Vec3};
+
+fn median_ns(mut f: impl FnMut(), repeats: usize) -> f64 {
+    let mut t: Vec<f64> = (0..repeats)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64() * 1e9
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+fn main() {
+    // Signed SVD on near-rotations (typical PD input).
+    let mats: Vec<Mat3> = (0..4096)
+        .map(|i| {
+            let a = i as f64 * 0.37;
+            let r = nalgebra::Rotation3::from_euler_angles(a.sin(), a.cos(), 0.5 * a).into_inner();
+            r * Mat3::from_diagonal(&Vec3::new(1.0 + 0.1 * a.sin(), 0.95, 1.02))
+        })
+        .collect();
+    let svd_ns = median_ns(
+        || {
+            for m in &mats {
+                black_box(svd3(black_box(m)));
+            }
+        },
+        50,
+    ) / mats.len() as f64;
+    let nalgebra_ns = median_ns(
+        || {
+            for m in &mats {
+                black_box(black_box(m).svd(true, true));
+            }
+        },
+        50,
+    ) / mats.len() as f64;
+    let sigmas: Vec<Vec3> = mats.iter().map(|m| svd3(m).sigma).collect();
+    let vol_ns = median_ns(
+        || {
+            for s in &sigmas {
+                black_box(volume_preserving_stretches(black_box(*s)));
+            }
+        },
+        50,
+    ) / sigmas.len() as f64;
+    println!(
+        "\nsigned SVD 3x3: {svd_ns:.0} ns (nalgebra svd: {nalgebra_ns:.0} ns); volume projection: {vol_ns:.0} ns"
+    );
+    println!(
+        "\n{:>8} {:>8} {:>13} {:>13} {:>12} {:>12} {:>14}",
+        "verts", "tets", "local ms", "ns/tet", "matvec ms", "solve ms", "factor ms"
+    );
+    for res in [9usize, 21, 33] {
+        let mesh = TetMesh::cuboid(Vec3::repeat(0.5), res);
+        let t = Instant::now();
+        let mut pd = PdSystem::new(
+            &mesh,
+            PdSetup {
+                material: &SoftMaterial::RUBBER,
+                dt: 1.0 / 60.0,
+                pinned: &[],
+                attach_stiffness: &[],
+            },
+        )
+        .expect("factorizable");
+        let build_ms = t.elapsed().as_secs_f64() * 1e3;
+        let x: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| p + 0.01 * Vec3::new((p.y * 9.0).sin(), (p.z * 7.0).cos(), p.x))
+            .collect();
+        let mut contributions = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
+        let reps = if res > 25 { 5 } else { 20 };
+        let local = median_ns(|| pd.local_step(black_box(&x), &mut contributions), reps) / 1e6;
+        let mut out = vec![Vec3::zeros(); x.len()];
+        let matvec = median_ns(|| pd.apply(black_box(&x), &mut out), reps) / 1e6;
+        let mut rhs = x.clone();
+        let solve = median_ns(
+            || {
+                rhs.copy_from_slice(&x);
+                pd.solve_in_place(&mut rhs);
+            },
+            reps,
+        ) / 1e6;
+        println!(
+            "{:>8} {:>8} {:>13.3} {:>13.0} {:>12.3} {:>12.3} {:>14.1}",
+            mesh.vertex_count(),
+            mesh.tet_count(),
+            local,
+            local * 1e6 / mesh.tet_count() as f64,
+            matvec,
+            solve,
+            build_ms
+        );
+    }
+}

@@ -121,7 +121,7 @@ fn record_qp(resolution: usize) -> RecordedQp {
     let mut scratch = Vec::new();
     detect_contacts(&proxies, &y, &floor, 0.01, &[], &mut scratch, &mut contacts);
     let mut rows = DecoupledRows::default();
-    rows.reset(mesh.vertex_count(), proxies.len());
+    rows.reset(mesh.vertex_count());
     build_rows(&mut contacts, &proxies, pd.dof_map(), &y, &mut rows);
     // Keep `pd` usable as a solver: one solve to check it is factored.
     let mut probe = b.clone();

@@ -179,8 +179,9 @@ fn kinematic_paddle_pushes_a_resting_body_without_interpenetration() {
         world.step(DT).unwrap();
     }
     let before = centroid(world.positions(body).unwrap());
-    // The paddle skims 2 cm above the floor: a vertex squeezed into the corner between two
-    // obstacles keeps only one constraint under collision decoupling (see the README's caveats).
+    // The paddle skims 2 cm above the floor. (Flush with the floor, the paddle's closest face
+    // for a vertex a hair above the floor is its bottom face: the closest-point normal points
+    // down, against the floor's, and that contact is dropped; see the README's caveats.)
     let half = Vec3::new(0.05, 0.3, 0.5);
     let py = 0.32;
     let paddle_obstacle = Obstacle::cuboid(half)
@@ -374,5 +375,34 @@ fn embedded_proxy_stops_an_obstacle_between_the_vertices() {
     assert!(
         without > 0.05,
         "without the proxy the ball should pass the face: {without} m"
+    );
+}
+
+#[test]
+fn a_body_thrown_into_a_corner_stays_out_of_floor_and_wall() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let body = world
+        .add_body(cube(0.2, 4), SoftMaterial::JELLY, Vec3::new(0.0, 0.21, 0.0))
+        .unwrap();
+    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world.add_obstacle(
+        Obstacle::halfspace(Vec3::x())
+            .unwrap()
+            .with_position(Vec3::new(-0.3, 0.0, 0.0)),
+    );
+    for v in world.velocities_mut(body).unwrap() {
+        *v = Vec3::new(-3.0, -1.0, 0.0);
+    }
+    let mut worst: f64 = 0.0;
+    for _ in 0..90 {
+        let r = world.step(DT).unwrap();
+        assert!(r.frozen.is_empty());
+        for p in world.positions(body).unwrap() {
+            worst = worst.max(-p.y).max(-0.3 - p.x);
+        }
+    }
+    assert!(
+        worst < 1e-3,
+        "a vertex went {worst} m into the floor or the wall"
     );
 }

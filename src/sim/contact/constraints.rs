@@ -5,6 +5,10 @@ use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
 use crate::sim::qp::ConstraintRow;
+use crate::sim::qp::groups::MAX_ROWS_PER_VERTEX;
+
+/// Marks an unknown used by a multi-vertex (embedded proxy) row: no other row may touch it.
+const EXCLUSIVE: u8 = u8::MAX;
 
 /// Rows over the free unknowns of one body and, per row, the contact it came from.
 #[derive(Debug, Clone, Default)]
@@ -13,31 +17,43 @@ pub struct DecoupledRows {
     pub rows: Vec<ConstraintRow>,
     /// For each row, its contact.
     pub contacts: Vec<Contact>,
-    /// Per unknown: whether a row already uses it.
-    used: Vec<bool>,
-    /// Per proxy: whether a row already constrains it.
-    proxy_used: Vec<bool>,
+    /// Per unknown: how many one-vertex rows use it, or [`EXCLUSIVE`].
+    uses: Vec<u8>,
+    /// Per unknown: its one-vertex rows (first `uses` entries).
+    vertex_rows: Vec<[u32; MAX_ROWS_PER_VERTEX]>,
 }
 
 impl DecoupledRows {
-    /// Clears for a body with `unknowns` free vertices and `proxies` proxy points.
-    pub fn reset(&mut self, unknowns: usize, proxies: usize) {
+    /// Clears for a body with `unknowns` free vertices.
+    pub fn reset(&mut self, unknowns: usize) {
         self.rows.clear();
         self.contacts.clear();
-        self.used.clear();
-        self.used.resize(unknowns, false);
-        self.proxy_used.clear();
-        self.proxy_used.resize(proxies, false);
+        self.uses.clear();
+        self.uses.resize(unknowns, 0);
+        self.vertex_rows.clear();
+        self.vertex_rows.resize(unknowns, [0; MAX_ROWS_PER_VERTEX]);
     }
 
-    /// Per proxy: whether it already has a row.
-    pub fn constrained_proxies(&self) -> &[bool] {
-        &self.proxy_used
+    /// Whether a one-vertex row with this normal against this obstacle may join unknown `d`:
+    /// not claimed by an embedded row, fewer than [`MAX_ROWS_PER_VERTEX`] rows, no row against
+    /// the same obstacle, and a normal not (anti)parallel to an existing one's (which would make
+    /// the corner's `J J'` block singular).
+    fn accepts_corner(&self, d: usize, normal: &Vec3, obstacle: u32) -> bool {
+        let used = self.uses[d];
+        if used == EXCLUSIVE || used as usize >= MAX_ROWS_PER_VERTEX {
+            return false;
+        }
+        self.vertex_rows[d][..used as usize].iter().all(|&r| {
+            let c = &self.contacts[r as usize];
+            c.obstacle != obstacle && c.normal.dot(normal).abs() < 0.95
+        })
     }
 }
 
-/// Adds rows for `contacts`, deepest first (ties by proxy then obstacle index), skipping any whose
-/// free vertices are already used by a row: collision decoupling. Pinned vertices' terms move to
+/// Adds rows for `contacts`, deepest first (ties by proxy then obstacle index): collision
+/// decoupling. A proxy that is a single vertex may collect up to [`MAX_ROWS_PER_VERTEX`] rows
+/// against different obstacles (a corner); a proxy embedded in a tet takes its free vertices
+/// exclusively, so it is skipped if any of them is already used. Pinned vertices' terms move to
 /// the right-hand side with their positions `x`. Returns the number of rows added.
 pub fn build_rows(
     contacts: &mut [Contact],
@@ -53,10 +69,7 @@ pub fn build_rows(
             .then(a.obstacle.cmp(&b.obstacle))
     });
     let mut added = 0;
-    'contacts: for c in contacts.iter() {
-        if out.proxy_used[c.proxy as usize] {
-            continue;
-        }
+    for c in contacts.iter() {
         let proxy = &proxies[c.proxy as usize];
         let mut row = ConstraintRow::single(0, Vec3::zeros(), c.normal.dot(&c.point));
         row.len = 0;
@@ -73,9 +86,6 @@ pub fn build_rows(
                 row.rhs -= w * c.normal.dot(&x[v]);
                 continue;
             }
-            if out.used[d as usize] {
-                continue 'contacts;
-            }
             if let Some(e) = (0..row.len as usize).find(|&e| row.vertices[e] == d) {
                 row.coeffs[e] += w * c.normal;
             } else {
@@ -87,10 +97,23 @@ pub fn build_rows(
         if row.len == 0 || !(row.norm_squared() > 1e-20) {
             continue;
         }
-        for e in 0..row.len as usize {
-            out.used[row.vertices[e] as usize] = true;
+        let j = out.rows.len() as u32;
+        if row.len == 1 {
+            let d = row.vertices[0] as usize;
+            if !out.accepts_corner(d, &c.normal, c.obstacle) {
+                continue;
+            }
+            let u = out.uses[d] as usize;
+            out.vertex_rows[d][u] = j;
+            out.uses[d] += 1;
+        } else {
+            if (0..row.len as usize).any(|e| out.uses[row.vertices[e] as usize] != 0) {
+                continue;
+            }
+            for e in 0..row.len as usize {
+                out.uses[row.vertices[e] as usize] = EXCLUSIVE;
+            }
         }
-        out.proxy_used[c.proxy as usize] = true;
         out.rows.push(row);
         out.contacts.push(*c);
         added += 1;
@@ -102,8 +125,18 @@ pub fn build_rows(
 mod tests {
     use super::*;
 
+    fn contact(proxy: u32, obstacle: u32, normal: Vec3, depth: f64) -> Contact {
+        Contact {
+            proxy,
+            obstacle,
+            point: Vec3::zeros(),
+            normal,
+            depth,
+        }
+    }
+
     #[test]
-    fn decoupling_keeps_the_deepest_contact_per_vertex() {
+    fn embedded_proxies_take_their_vertices_exclusively() {
         let proxies = [
             EmbeddedPoint::vertex(0),
             EmbeddedPoint {
@@ -112,18 +145,15 @@ mod tests {
             },
             EmbeddedPoint::vertex(2),
         ];
-        let mk = |proxy, depth| Contact {
-            proxy,
-            obstacle: 0,
-            point: Vec3::zeros(),
-            normal: Vec3::y(),
-            depth,
-        };
-        let mut contacts = vec![mk(0, 0.1), mk(1, 0.3), mk(2, 0.05)];
+        let mut contacts = vec![
+            contact(0, 0, Vec3::y(), 0.1),
+            contact(1, 0, Vec3::y(), 0.3),
+            contact(2, 0, Vec3::y(), 0.05),
+        ];
         let dof = [0, 1, 2, PINNED];
         let x = vec![Vec3::new(0.0, -1.0, 0.0); 4];
         let mut rows = DecoupledRows::default();
-        rows.reset(3, 3);
+        rows.reset(3);
         let added = build_rows(&mut contacts, &proxies, &dof, &x, &mut rows);
         // The embedded proxy is deepest and takes vertices 0, 1, 2: the others are dropped.
         assert_eq!(added, 1);
@@ -131,5 +161,24 @@ mod tests {
         assert_eq!(rows.rows[0].len, 3);
         // The pinned vertex 3 moved to the right-hand side: 0 - 0.25 * (-1).
         assert!((rows.rows[0].rhs - 0.25).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_vertex_in_a_corner_keeps_one_row_per_obstacle() {
+        let proxies = [EmbeddedPoint::vertex(0)];
+        let mut contacts = vec![
+            contact(0, 0, Vec3::y(), 0.01),
+            contact(0, 1, Vec3::x(), 0.02),
+            contact(0, 1, Vec3::x(), 0.005),
+            contact(0, 2, Vec3::new(0.0, 0.999, 0.0447).normalize(), 0.001),
+        ];
+        let mut rows = DecoupledRows::default();
+        rows.reset(1);
+        let added = build_rows(&mut contacts, &proxies, &[0], &[Vec3::zeros()], &mut rows);
+        // Floor and wall kept; the second wall contact (same obstacle) and the near-parallel
+        // third normal are dropped.
+        assert_eq!(added, 2);
+        assert_eq!(rows.contacts[0].obstacle, 1);
+        assert_eq!(rows.contacts[1].obstacle, 0);
     }
 }

@@ -7,19 +7,23 @@
 //! `x` is a list of 3-vectors (one per free vertex), `A` symmetric positive definite, and each
 //! row of `J` touches at most four vertices (a vertex against an obstacle, or a point of a
 //! triangle or tet against a surface: eq. (8) of the MPRGP paper, `mprgp-collision-qp.txt`).
-//! The solvers require *decoupled* rows — no vertex appears in two rows — so `J J'` is diagonal
-//! and the projections of MPRGP are closed-form (section 5 of the paper, "collision decoupling").
+//! The solvers require *decoupled* rows (section 5 of the paper, "collision decoupling"): no
+//! vertex appears in two rows, except that up to three one-vertex rows may share a vertex (a
+//! corner). `J J'` is then block diagonal with blocks of size at most 3 and every MPRGP operator
+//! is an exact closed form per block ([`groups`]).
 //!
 //! - [`mprgp::Mprgp`] solves the primal problem (the paper's extended MPRGP).
 //! - [`pgs::DualPgs`] solves the dual LCP by projected Gauss-Seidel (the ICA-style baseline).
 //! - [`kkt_residual`] measures any candidate the same way, for tests and benchmarks.
 
+pub mod groups;
 pub mod mprgp;
 pub mod pgs;
 
 use thiserror::Error;
 
 use super::math::Vec3;
+use groups::RowGroups;
 
 /// One linear inequality `sum_e coeffs[e] . x[vertices[e]] >= rhs` over up to four vertices.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -102,7 +106,7 @@ pub struct QpProblem<'a, A: ?Sized> {
     pub a: &'a A,
     /// The linear term `b` (minimise `1/2 x'Ax - b'x`).
     pub b: &'a [Vec3],
-    /// The rows of `J x >= c`, pairwise vertex-disjoint.
+    /// The rows of `J x >= c`, decoupled as described in [`groups`].
     pub rows: &'a [ConstraintRow],
 }
 
@@ -135,35 +139,6 @@ pub enum QpError {
     NonFinite,
 }
 
-/// Checks that rows are valid and vertex-disjoint; `marks` is scratch of the problem's size.
-pub(crate) fn check_rows(
-    rows: &[ConstraintRow],
-    n: usize,
-    marks: &mut Vec<u32>,
-) -> Result<(), QpError> {
-    marks.clear();
-    marks.resize(n, u32::MAX);
-    for (j, row) in rows.iter().enumerate() {
-        if row.len == 0 || row.len > 4 || !(row.norm_squared() > 0.0) || !row.rhs.is_finite() {
-            return Err(QpError::InvalidRow(j));
-        }
-        for (v, _) in row.entries() {
-            if v >= n {
-                return Err(QpError::InvalidRow(j));
-            }
-            if marks[v] != u32::MAX && marks[v] != j as u32 {
-                return Err(QpError::CoupledRows {
-                    first: marks[v] as usize,
-                    second: j,
-                    vertex: v,
-                });
-            }
-            marks[v] = j as u32;
-        }
-    }
-    Ok(())
-}
-
 /// How far a candidate is from the QP's optimum.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KktReport {
@@ -181,16 +156,21 @@ pub struct KktReport {
 /// Measures a candidate `x`: it is first projected onto the feasible set (closed form for
 /// decoupled rows), then the free and chopped gradients of the paper's section 4 are formed.
 pub fn kkt_residual<A: SpdOperator + ?Sized>(problem: &QpProblem<'_, A>, x: &[Vec3]) -> KktReport {
+    let mut groups = RowGroups::default();
+    let n = x.len();
+    let grouped = groups.build(problem.rows, n).is_ok();
     let mut xp = x.to_vec();
     let mut max_violation: f64 = 0.0;
     for row in problem.rows {
         let gap = row.dot(&xp) - row.rhs;
         if gap < 0.0 {
             max_violation = max_violation.max(-gap / row.norm_squared().sqrt());
-            row.add_scaled(-gap / row.norm_squared(), &mut xp);
         }
     }
-    let mut g = vec![Vec3::zeros(); xp.len()];
+    if grouped {
+        groups::project(problem.rows, &groups, &mut xp);
+    }
+    let mut g = vec![Vec3::zeros(); n];
     problem.a.apply(&xp, &mut g);
     let objective: f64 = xp
         .iter()
@@ -201,24 +181,21 @@ pub fn kkt_residual<A: SpdOperator + ?Sized>(problem: &QpProblem<'_, A>, x: &[Ve
     for (gi, bi) in g.iter_mut().zip(problem.b) {
         *gi -= bi;
     }
-    // phi + beta: the gradient with, on each active row, the component along the row replaced
-    // by its negative part.
-    let mut r = g.clone();
-    for row in problem.rows {
-        let gap = row.dot(&xp) - row.rhs;
-        let scale = 1e-10
-            * (row.rhs.abs()
-                + row
-                    .entries()
-                    .map(|(v, a)| a.norm() * xp[v].norm())
-                    .sum::<f64>());
-        if gap <= scale {
-            let s = row.norm_squared();
-            let t = row.dot(&g) / s;
-            row.add_scaled(-t + t.min(0.0), &mut r);
-        }
+    let active = active_rows(problem.rows, &xp, 1e-10);
+    let mut phi = vec![Vec3::zeros(); n];
+    let mut beta = vec![Vec3::zeros(); n];
+    if grouped {
+        groups::free_gradient(problem.rows, &groups, &active, &g, &mut phi);
+        groups::chopped_gradient(problem.rows, &groups, &active, &g, &mut beta);
+    } else {
+        phi.copy_from_slice(&g);
     }
-    let pg = super::math::norm_squared(&r).sqrt();
+    let pg = phi
+        .iter()
+        .zip(&beta)
+        .map(|(f, b)| (f + b).norm_squared())
+        .sum::<f64>()
+        .sqrt();
     let bn = super::math::norm_squared(problem.b).sqrt();
     KktReport {
         projected_gradient: pg,
@@ -228,9 +205,27 @@ pub fn kkt_residual<A: SpdOperator + ?Sized>(problem: &QpProblem<'_, A>, x: &[Ve
     }
 }
 
-/// Contact multipliers `lambda_j = max(0, J_j . (A x - b) / |J_j|^2)` for rows active at `x`
-/// (0 for inactive rows). For a feasible optimum, `A x - b = J' lambda`: for a row built from a
-/// unit normal, `lambda_j` is the normal force (N when `A` and `b` are those of a PD step).
+/// Rows whose gap `J_j x - c_j` is at most `rel` times the row's scale.
+fn active_rows(rows: &[ConstraintRow], x: &[Vec3], rel: f64) -> Vec<bool> {
+    rows.iter()
+        .map(|row| {
+            let gap = row.dot(x) - row.rhs;
+            let scale = rel
+                * (row.rhs.abs()
+                    + row
+                        .entries()
+                        .map(|(v, a)| a.norm() * x[v].norm())
+                        .sum::<f64>())
+                + 1e-14;
+            gap <= scale
+        })
+        .collect()
+}
+
+/// Contact multipliers at `x` for rows active there (0 for inactive rows): per group, the
+/// least-squares `lambda >= 0` of `J_S' lambda = A x - b` on the active rows. At a feasible
+/// optimum `A x - b = J' lambda`; for rows built from unit normals, `lambda_j` is the normal
+/// force (N when `A` and `b` are those of a PD step).
 pub fn multipliers<A: SpdOperator + ?Sized>(
     problem: &QpProblem<'_, A>,
     x: &[Vec3],
@@ -243,21 +238,13 @@ pub fn multipliers<A: SpdOperator + ?Sized>(
         *gi -= bi;
     }
     out.clear();
-    for row in problem.rows {
-        let gap = row.dot(x) - row.rhs;
-        let scale = 1e-8
-            * (row.rhs.abs()
-                + row
-                    .entries()
-                    .map(|(v, a)| a.norm() * x[v].norm())
-                    .sum::<f64>())
-            + 1e-14;
-        if gap <= scale {
-            out.push((row.dot(gradient_scratch) / row.norm_squared()).max(0.0));
-        } else {
-            out.push(0.0);
-        }
+    out.resize(problem.rows.len(), 0.0);
+    let mut groups = RowGroups::default();
+    if groups.build(problem.rows, x.len()).is_err() {
+        return;
     }
+    let active = active_rows(problem.rows, x, 1e-8);
+    groups::multipliers_from_gradient(problem.rows, &groups, &active, gradient_scratch, out);
 }
 
 /// A dense SPD operator (row-major `3n x 3n`, dof `3 i + c`), for tests and small problems.

@@ -15,7 +15,8 @@
 //! - **proportioning step** (otherwise): a line search along `-beta`, releasing constraints.
 //!
 //! With *decoupled* rows (no vertex in two rows, section 5) the paper's three generalised
-//! operators have closed forms, row by row, because `J J'` is diagonal:
+//! operators have closed forms, row by row, because `J J'` is diagonal (up to three one-vertex
+//! rows on one vertex form a 3x3 block, solved exactly in [`super::groups`]):
 //!
 //! - free gradient (eq. 15-16): `phi = g - sum_{j active} J_j' (J_j g) / |J_j|^2`;
 //! - chopped gradient (eq. 17-18): `beta = sum_{j active} J_j' min(J_j g, 0) / |J_j|^2`;
@@ -27,7 +28,8 @@
 //! iteration warm-started with the previous call's vector. The solver stops when
 //! `||phi + beta|| <= tolerance * ||b||` in the scaled metric.
 
-use super::{ConstraintRow, QpError, QpProblem, SpdOperator, check_rows};
+use super::groups::{self, RowGroups};
+use super::{ConstraintRow, QpError, QpProblem, SpdOperator};
 use crate::sim::math::{Vec3, dot, norm_squared};
 
 /// Settings of [`Mprgp`].
@@ -104,7 +106,8 @@ pub struct Mprgp {
     tmp: Vec<Vec3>,
     tmp2: Vec<Vec3>,
     power: Vec<Vec3>,
-    marks: Vec<u32>,
+    groups: RowGroups,
+    has_corners: bool,
 }
 
 impl Mprgp {
@@ -133,7 +136,8 @@ impl Mprgp {
                 vector: problem.b.len().min(x.len()),
             });
         }
-        check_rows(problem.rows, n, &mut self.marks)?;
+        self.groups.build(problem.rows, n)?;
+        self.has_corners = (0..self.groups.len()).any(|g| self.groups.group(g).len() > 1);
         self.prepare(problem, x)?;
         let mut stats = MprgpStats::default();
         let b_norm = norm_squared(&self.b).sqrt();
@@ -201,8 +205,26 @@ impl Mprgp {
                     break;
                 }
                 let alpha_p = dot(&self.g, &self.beta) / bab;
-                axpy_neg(alpha_p, &self.beta, &mut self.z);
-                axpy_neg(alpha_p, &self.ap, &mut self.g);
+                if self.has_corners {
+                    // With several rows on a vertex, -beta may cut an inactive row of the same
+                    // vertex: project back, and fall back to projected gradient steps while the
+                    // objective would rise (the safeguard of Alg. 3).
+                    let f0 = self.objective();
+                    self.tmp2.copy_from_slice(&self.z);
+                    axpy_neg(alpha_p, &self.beta, &mut self.z);
+                    self.project_z();
+                    self.gradient(problem.a);
+                    if self.objective() > f0 {
+                        self.z.copy_from_slice(&self.tmp2);
+                        self.gradient(problem.a);
+                        self.update_active();
+                        self.free_gradient_only();
+                        self.g_step_safeguard(problem.a, alpha_bar);
+                    }
+                } else {
+                    axpy_neg(alpha_p, &self.beta, &mut self.z);
+                    axpy_neg(alpha_p, &self.ap, &mut self.g);
+                }
                 self.update_active();
                 self.free_gradient_into_p();
             }
@@ -350,38 +372,26 @@ impl Mprgp {
         }
     }
 
-    /// Projection onto `{J~ z >= c}`, row by row (exact for decoupled rows).
+    /// Projection onto `{J~ z >= c}`, exact group by group.
     fn project_z(&mut self) {
-        for j in 0..self.rows.len() {
-            let gap = self.gap(j);
-            if gap < 0.0 {
-                self.rows[j].add_scaled(-gap / self.row_norm2[j], &mut self.z);
-            }
-        }
+        groups::project(&self.rows, &self.groups, &mut self.z);
     }
 
     /// `phi` from `g` and the active set.
     fn free_gradient_only(&mut self) {
-        self.phi.copy_from_slice(&self.g);
-        for j in 0..self.rows.len() {
-            if self.active[j] {
-                let t = self.rows[j].dot(&self.g) / self.row_norm2[j];
-                self.rows[j].add_scaled(-t, &mut self.phi);
-            }
-        }
+        groups::free_gradient(
+            &self.rows,
+            &self.groups,
+            &self.active,
+            &self.g,
+            &mut self.phi,
+        );
     }
 
     /// Removes from `p` its components along the active rows and puts `z` back exactly on them.
     fn restore_face(&mut self) {
-        for j in 0..self.rows.len() {
-            if self.active[j] {
-                let row = &self.rows[j];
-                let t = row.dot(&self.p) / self.row_norm2[j];
-                row.add_scaled(-t, &mut self.p);
-                let gap = row.dot(&self.z) - row.rhs;
-                row.add_scaled(-gap / self.row_norm2[j], &mut self.z);
-            }
-        }
+        groups::remove_active_components(&self.rows, &self.groups, &self.active, &mut self.p);
+        groups::snap_to_active(&self.rows, &self.groups, &self.active, &mut self.z);
     }
 
     fn free_gradient_into_p(&mut self) {
@@ -392,15 +402,13 @@ impl Mprgp {
     /// `phi` and `beta` from `g` and the active set.
     fn chopped_and_free(&mut self) {
         self.free_gradient_only();
-        self.beta.iter_mut().for_each(|b| *b = Vec3::zeros());
-        for j in 0..self.rows.len() {
-            if self.active[j] {
-                let t = self.rows[j].dot(&self.g) / self.row_norm2[j];
-                if t < 0.0 {
-                    self.rows[j].add_scaled(t, &mut self.beta);
-                }
-            }
-        }
+        groups::chopped_gradient(
+            &self.rows,
+            &self.groups,
+            &self.active,
+            &self.g,
+            &mut self.beta,
+        );
     }
 
     fn residual_norm(&self) -> f64 {
@@ -412,19 +420,12 @@ impl Mprgp {
             .sqrt()
     }
 
-    /// `phi~(z)' phi(z)` with `phi~ = (z - P(z - alpha phi)) / alpha` (eq. 13), computed row by
-    /// row: the projection only changes the entries of rows it makes violated.
+    /// `phi~(z)' phi(z)` with `phi~ = (z - P(z - alpha phi)) / alpha` (eq. 13).
     fn reduced_free_dot_free(&mut self, alpha: f64) -> f64 {
-        // tmp = z - alpha phi, projected.
         for i in 0..self.z.len() {
             self.tmp[i] = self.z[i] - alpha * self.phi[i];
         }
-        for j in 0..self.rows.len() {
-            let gap = self.rows[j].dot(&self.tmp) - self.rows[j].rhs;
-            if gap < 0.0 {
-                self.rows[j].add_scaled(-gap / self.row_norm2[j], &mut self.tmp);
-            }
-        }
+        groups::project(&self.rows, &self.groups, &mut self.tmp);
         let mut s = 0.0;
         for i in 0..self.z.len() {
             s += ((self.z[i] - self.tmp[i]) / alpha).dot(&self.phi[i]);
@@ -450,8 +451,26 @@ impl Mprgp {
     /// `z <- P(z - alpha phi)`, halving `alpha` while the objective would rise (Alg. 3's
     /// safeguard). Recomputes `g` exactly.
     fn expansion<A: SpdOperator + ?Sized>(&mut self, a: &A, alpha_bar: f64) {
+        self.projected_step(a, alpha_bar, false);
+    }
+
+    /// `z <- P(z - alpha g)` with halving, used when a proportioning step through a corner
+    /// would raise the objective.
+    fn g_step_safeguard<A: SpdOperator + ?Sized>(&mut self, a: &A, alpha_bar: f64) {
+        self.projected_step(a, alpha_bar, true);
+    }
+
+    fn projected_step<A: SpdOperator + ?Sized>(
+        &mut self,
+        a: &A,
+        alpha_bar: f64,
+        full_gradient: bool,
+    ) {
         let f0 = self.objective();
         self.tmp2.copy_from_slice(&self.z);
+        if full_gradient {
+            self.phi.copy_from_slice(&self.g);
+        }
         let mut alpha = alpha_bar;
         for _ in 0..30 {
             for i in 0..self.z.len() {
@@ -464,7 +483,7 @@ impl Mprgp {
             }
             alpha *= 0.5;
         }
-        // No decrease found: stay at the boundary point.
+        // No decrease found: stay where we were.
         self.z.copy_from_slice(&self.tmp2);
         self.gradient(a);
     }
@@ -569,12 +588,13 @@ mod tests {
     }
 
     #[test]
-    fn coupled_rows_are_rejected() {
+    fn rows_sharing_a_vertex_are_rejected_unless_they_form_a_corner() {
         let (a, b, _) = random_qp(3, 4, 0);
-        let rows = [
-            ConstraintRow::single(1, Vec3::y(), 0.0),
-            ConstraintRow::single(1, Vec3::x(), 0.0),
-        ];
+        let mut embedded = ConstraintRow::single(1, Vec3::y(), 0.0);
+        embedded.vertices[1] = 2;
+        embedded.coeffs[1] = Vec3::y();
+        embedded.len = 2;
+        let rows = [ConstraintRow::single(1, Vec3::x(), 0.0), embedded];
         let mut x = vec![Vec3::zeros(); 4];
         let err = Mprgp::default()
             .solve(
@@ -594,6 +614,62 @@ mod tests {
                 vertex: 1
             }
         );
+    }
+
+    /// Vertices with two or three one-vertex rows (corners): MPRGP must reach the same optimum
+    /// as dual PGS, which handles coupled rows as a general LCP.
+    #[test]
+    fn corner_rows_reach_the_dual_pgs_optimum() {
+        use super::super::pgs::{DualPgs, PgsSettings};
+        use super::super::test_problems::Rng;
+        for seed in 0..25u64 {
+            let n = 6;
+            let (a, b, _) = random_qp(seed + 500, n, 0);
+            let mut x_free = b.clone();
+            let mut solver = a.clone();
+            crate::sim::qp::SpdSolve::solve_in_place(&mut solver, &mut x_free);
+            let mut rng = Rng(seed);
+            let mut rows = Vec::new();
+            for (v, xv) in x_free.iter().enumerate() {
+                let k = 1 + v % 3;
+                for _ in 0..k {
+                    let normal = rng.unit();
+                    let rhs = normal.dot(xv) + (rng.next_f64() - 0.3) * 0.5;
+                    rows.push(ConstraintRow::single(v as u32, normal, rhs));
+                }
+            }
+            let problem = QpProblem {
+                a: &a,
+                b: &b,
+                rows: &rows,
+            };
+            let mut x = vec![Vec3::zeros(); n];
+            let stats = Mprgp::new(MprgpSettings {
+                tolerance: 1e-12,
+                max_iterations: 5000,
+                ..MprgpSettings::default()
+            })
+            .solve(&problem, &mut x)
+            .unwrap();
+            assert!(stats.converged, "seed {seed}: {stats:?}");
+            let mut x_pgs = vec![Vec3::zeros(); n];
+            let pgs = DualPgs::new(PgsSettings {
+                tolerance: 1e-13,
+                max_sweeps: 400_000,
+            })
+            .solve(&problem, &mut solver, &mut x_pgs)
+            .unwrap();
+            assert!(pgs.converged, "seed {seed}: {pgs:?}");
+            for (p, q) in x.iter().zip(&x_pgs) {
+                assert!(
+                    (p - q).norm() < 1e-6 * (1.0 + q.norm()),
+                    "seed {seed}: {p:?} vs {q:?}"
+                );
+            }
+            for row in &rows {
+                assert!(row.dot(&x) - row.rhs >= -1e-9);
+            }
+        }
     }
 
     #[test]

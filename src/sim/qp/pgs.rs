@@ -14,7 +14,8 @@
 //! is included in its timings. PGS damps high-frequency error quickly but converges slowly on the
 //! smooth error that couples distant contacts through the elastic body, which is where MPRGP wins.
 
-use super::{QpError, QpProblem, SpdSolve, check_rows};
+use super::groups::RowGroups;
+use super::{QpError, QpProblem, SpdSolve};
 use crate::sim::math::Vec3;
 
 /// Settings of [`DualPgs`].
@@ -57,7 +58,7 @@ pub struct DualPgs {
     lambda: Vec<f64>,
     x_free: Vec<Vec3>,
     column: Vec<Vec3>,
-    marks: Vec<u32>,
+    groups: RowGroups,
 }
 
 impl DualPgs {
@@ -85,7 +86,7 @@ impl DualPgs {
                 vector: n,
             });
         }
-        check_rows(problem.rows, n, &mut self.marks)?;
+        self.groups.build(problem.rows, n)?;
         let m = problem.rows.len();
         self.x_free.clear();
         self.x_free.extend_from_slice(problem.b);

@@ -117,7 +117,7 @@ fn solve_positions(
         &mut ws.proxy_positions,
         &mut ws.contacts,
     );
-    ws.rows.reset(n_free, proxies.len());
+    ws.rows.reset(n_free);
     build_rows(&mut ws.contacts, proxies, pd.dof_map(), x, &mut ws.rows);
     stats.timings.detect += t.elapsed();
 
@@ -181,7 +181,9 @@ fn solve_positions(
             x[vi as usize] = ws.x_free[d];
         }
 
-        // Re-detect: proxies without a row that now penetrate get one for the next iteration.
+        // Re-detect: penetrations without a row (a proxy that was outside at the prediction, or
+        // a vertex pushed into a second obstacle) get one for the next iteration; `build_rows`
+        // skips contacts a row already covers.
         let t = Instant::now();
         ws.contacts.clear();
         detect_contacts(
@@ -189,10 +191,11 @@ fn solve_positions(
             x,
             obstacles,
             0.0,
-            ws.rows.constrained_proxies(),
+            &[],
             &mut ws.proxy_positions,
             &mut ws.contacts,
         );
+        ws.contacts.retain(|c| c.depth > 1e-9);
         if !ws.contacts.is_empty() {
             let added = build_rows(&mut ws.contacts, proxies, pd.dof_map(), x, &mut ws.rows);
             if added > 0

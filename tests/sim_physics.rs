@@ -406,3 +406,48 @@ fn a_body_thrown_into_a_corner_stays_out_of_floor_and_wall() {
         "a vertex went {worst} m into the floor or the wall"
     );
 }
+
+#[test]
+fn attached_vertex_drags_the_body_after_its_moving_target() {
+    let mut world = SoftWorld::new(WorldSettings {
+        gravity: Vec3::zeros(),
+        ..WorldSettings::default()
+    });
+    let body = world
+        .add_body(cube(0.2, 3), SoftMaterial::RUBBER, Vec3::zeros())
+        .unwrap();
+    let (v, start) = world
+        .positions(body)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .max_by(|a, b| (a.1.x + a.1.y + a.1.z).total_cmp(&(b.1.x + b.1.y + b.1.z)))
+        .map(|(i, p)| (i, *p))
+        .unwrap();
+    world.attach(body, v, 2.0e4, start).unwrap();
+    let c0 = centroid(world.positions(body).unwrap());
+    for step in 1..=120 {
+        let target = start + Vec3::new(0.5 * (step.min(60) as f64 / 60.0), 0.0, 0.0);
+        world.set_attachment_target(body, v, target).unwrap();
+        let r = world.step(DT).unwrap();
+        assert!(r.frozen.is_empty());
+    }
+    let target = start + Vec3::new(0.5, 0.0, 0.0);
+    let p = world.positions(body).unwrap()[v];
+    assert!(
+        (p - target).norm() < 0.02,
+        "attached vertex at {p:?}, target {target:?}"
+    );
+    // The body trails behind the dragged corner: it moved along, and kept its shape.
+    let c = centroid(world.positions(body).unwrap());
+    assert!(c.x - c0.x > 0.3, "body moved by {}", c.x - c0.x);
+    let rest = (start - c0).norm();
+    assert!(
+        ((p - c).norm() - rest).abs() < 0.1 * rest,
+        "corner-centroid {} vs {rest}",
+        (p - c).norm()
+    );
+    // Detaching (stiffness 0) is a numeric refactorization; the body then coasts freely.
+    world.attach(body, v, 0.0, target).unwrap();
+    world.step(DT).unwrap();
+}

@@ -29,6 +29,8 @@ pub(crate) struct Workspace {
     pub y: Vec<Vec3>,
     pub x_start: Vec<Vec3>,
     pub contributions: Vec<[Vec3; 4]>,
+    /// Per tet: right singular vectors of the last local step (SVD warm start).
+    pub frames: Vec<crate::sim::math::Mat3>,
     pub b: Vec<Vec3>,
     pub x_free: Vec<Vec3>,
     pub x_alt: Vec<Vec3>,
@@ -101,8 +103,9 @@ impl SoftBody {
                     .pd
                     .as_mut()
                     .ok_or(FreezeReason::Factorization("missing system".into()))?;
-                // Attachment stiffness lives on the diagonal: a full rebuild keeps it simple and
-                // exact when it changed; material and dt edits refill in place.
+                // Material, attachment stiffness and dt only change values: refill in place
+                // and refactor numerically.
+                pd.set_attachment_stiffness(&self.attach_k);
                 pd.set_material(&self.mesh, &self.material, dt)
                     .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
             }
@@ -128,6 +131,11 @@ impl SoftBody {
     pub(crate) fn freeze(&mut self, reason: FreezeReason) {
         self.x.copy_from_slice(&self.good_x);
         self.v.copy_from_slice(&self.good_v);
+        // The SVD warm-start frames may hold the failed step's values.
+        self.ws
+            .frames
+            .iter_mut()
+            .for_each(|f| *f = crate::sim::math::Mat3::identity());
         self.frozen = Some(reason);
     }
 

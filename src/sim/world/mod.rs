@@ -406,7 +406,7 @@ impl SoftWorld {
         check_vertex(vertex, b.x.len())?;
         if b.attach_k[vertex] != stiffness {
             b.attach_k[vertex] = stiffness;
-            b.rebuild = Rebuild::Full;
+            b.rebuild = b.rebuild.max_with(Rebuild::Numeric);
         }
         b.targets[vertex] = target;
         Ok(())

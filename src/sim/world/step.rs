@@ -100,6 +100,7 @@ fn solve_positions(
     }
     x.copy_from_slice(&ws.y);
     ws.contributions.resize(pd.tet_count(), [Vec3::zeros(); 4]);
+    ws.frames.resize(pd.tet_count(), Mat3::identity());
     ws.b.resize(n_free, Vec3::zeros());
     ws.x_free.resize(n_free, Vec3::zeros());
     ws.x_alt.resize(n_free, Vec3::zeros());
@@ -127,7 +128,7 @@ fn solve_positions(
     while it < iterations {
         it += 1;
         let t = Instant::now();
-        pd.local_step(x, &mut ws.contributions);
+        pd.local_step_warm(x, &mut ws.contributions, &mut ws.frames);
         stats.timings.local += t.elapsed();
 
         let t = Instant::now();

@@ -257,6 +257,11 @@ fn a_nan_freezes_only_its_body_and_leaves_the_other_bit_identical() {
                     .all(|p| p.iter().all(|c| c.is_finite()))
             );
             assert!(world.frozen(b).unwrap().is_some());
+            // Unfrozen, it goes on from its last good state.
+            world.unfreeze(b).unwrap();
+            for _ in 0..10 {
+                assert!(world.step(DT).unwrap().frozen.is_empty());
+            }
         }
         (trajectory, frozen)
     };

@@ -26,8 +26,10 @@ pub struct RowGroups {
     pub order: Vec<u32>,
     /// Group `g` is `order[starts[g]..starts[g + 1]]`.
     pub starts: Vec<u32>,
-    /// Per vertex: the group using it, or `u32::MAX`. Scratch kept for reuse.
+    /// Per vertex: the first row touching it, or `u32::MAX`. Scratch kept for reuse.
     marks: Vec<u32>,
+    /// `(group key, row)` pairs. Scratch kept for reuse.
+    members: Vec<(u32, u32)>,
 }
 
 impl RowGroups {
@@ -87,18 +89,16 @@ impl RowGroups {
         }
         // Second pass: rows in order of their group's first row; one-vertex rows join the group
         // of their vertex's first row.
-        let mut members: Vec<(u32, u32)> = rows
-            .iter()
-            .enumerate()
-            .map(|(j, row)| {
-                let key = if row.len == 1 {
-                    first_row[row.vertices[0] as usize]
-                } else {
-                    j as u32
-                };
-                (key, j as u32)
-            })
-            .collect();
+        let mut members = std::mem::take(&mut self.members);
+        members.clear();
+        members.extend(rows.iter().enumerate().map(|(j, row)| {
+            let key = if row.len == 1 {
+                first_row[row.vertices[0] as usize]
+            } else {
+                j as u32
+            };
+            (key, j as u32)
+        }));
         members.sort_unstable();
         self.order.clear();
         self.starts.clear();
@@ -112,6 +112,7 @@ impl RowGroups {
             }
             count += 1;
             if count > MAX_ROWS_PER_VERTEX {
+                self.marks = first_row;
                 return Err(QpError::CoupledRows {
                     first: key as usize,
                     second: row as usize,
@@ -122,6 +123,7 @@ impl RowGroups {
         }
         self.starts.push(self.order.len() as u32);
         self.marks = first_row;
+        self.members = members;
         Ok(())
     }
 }

@@ -207,44 +207,71 @@ pub fn kkt_residual<A: SpdOperator + ?Sized>(problem: &QpProblem<'_, A>, x: &[Ve
 
 /// Rows whose gap `J_j x - c_j` is at most `rel` times the row's scale.
 fn active_rows(rows: &[ConstraintRow], x: &[Vec3], rel: f64) -> Vec<bool> {
-    rows.iter()
-        .map(|row| {
-            let gap = row.dot(x) - row.rhs;
-            let scale = rel
-                * (row.rhs.abs()
-                    + row
-                        .entries()
-                        .map(|(v, a)| a.norm() * x[v].norm())
-                        .sum::<f64>())
-                + 1e-14;
-            gap <= scale
-        })
-        .collect()
+    let mut out = Vec::with_capacity(rows.len());
+    mark_active(rows, x, rel, &mut out);
+    out
 }
 
-/// Contact multipliers at `x` for rows active there (0 for inactive rows): per group, the
-/// least-squares `lambda >= 0` of `J_S' lambda = A x - b` on the active rows. At a feasible
-/// optimum `A x - b = J' lambda`; for rows built from unit normals, `lambda_j` is the normal
-/// force (N when `A` and `b` are those of a PD step).
-pub fn multipliers<A: SpdOperator + ?Sized>(
-    problem: &QpProblem<'_, A>,
-    x: &[Vec3],
-    gradient_scratch: &mut Vec<Vec3>,
-    out: &mut Vec<f64>,
-) {
-    gradient_scratch.resize(x.len(), Vec3::zeros());
-    problem.a.apply(x, gradient_scratch);
-    for (gi, bi) in gradient_scratch.iter_mut().zip(problem.b) {
-        *gi -= bi;
-    }
+fn mark_active(rows: &[ConstraintRow], x: &[Vec3], rel: f64, out: &mut Vec<bool>) {
     out.clear();
-    out.resize(problem.rows.len(), 0.0);
-    let mut groups = RowGroups::default();
-    if groups.build(problem.rows, x.len()).is_err() {
-        return;
+    out.extend(rows.iter().map(|row| {
+        let gap = row.dot(x) - row.rhs;
+        let scale = rel
+            * (row.rhs.abs()
+                + row
+                    .entries()
+                    .map(|(v, a)| a.norm() * x[v].norm())
+                    .sum::<f64>())
+            + 1e-14;
+        gap <= scale
+    }));
+}
+
+/// Reusable buffers of [`ContactForces::compute`].
+#[derive(Debug, Clone, Default)]
+pub struct ContactForces {
+    groups: RowGroups,
+    active: Vec<bool>,
+    gradient: Vec<Vec3>,
+}
+
+impl ContactForces {
+    /// Contact multipliers at `x` for rows active there (0 for inactive rows): per group, the
+    /// least-squares `lambda >= 0` of `J_S' lambda = A x - b` on the active rows. At a feasible
+    /// optimum `A x - b = J' lambda`; for rows built from unit normals, `lambda_j` is the normal
+    /// force (N when `A` and `b` are those of a PD step). Allocates nothing once warmed up.
+    pub fn compute<A: SpdOperator + ?Sized>(
+        &mut self,
+        problem: &QpProblem<'_, A>,
+        x: &[Vec3],
+        out: &mut Vec<f64>,
+    ) {
+        self.gradient.resize(x.len(), Vec3::zeros());
+        problem.a.apply(x, &mut self.gradient);
+        for (gi, bi) in self.gradient.iter_mut().zip(problem.b) {
+            *gi -= bi;
+        }
+        out.clear();
+        out.resize(problem.rows.len(), 0.0);
+        if self.groups.build(problem.rows, x.len()).is_err() {
+            return;
+        }
+        mark_active(problem.rows, x, 1e-8, &mut self.active);
+        groups::multipliers_from_gradient(
+            problem.rows,
+            &self.groups,
+            &self.active,
+            &self.gradient,
+            out,
+        );
     }
-    let active = active_rows(problem.rows, x, 1e-8);
-    groups::multipliers_from_gradient(problem.rows, &groups, &active, gradient_scratch, out);
+}
+
+/// [`ContactForces::compute`] with fresh buffers.
+pub fn multipliers<A: SpdOperator + ?Sized>(problem: &QpProblem<'_, A>, x: &[Vec3]) -> Vec<f64> {
+    let mut out = Vec::new();
+    ContactForces::default().compute(problem, x, &mut out);
+    out
 }
 
 /// A dense SPD operator (row-major `3n x 3n`, dof `3 i + c`), for tests and small problems.

@@ -539,10 +539,12 @@ mod tests {
             }
             // Stationarity and sign of multipliers: A x - b = J' lambda, lambda >= 0,
             // complementarity lambda_j (J_j x - c_j) = 0.
-            let mut g = Vec::new();
-            let mut lambda = Vec::new();
-            multipliers(&problem, &x, &mut g, &mut lambda);
-            let mut r = g.clone();
+            let lambda = multipliers(&problem, &x);
+            let mut r = vec![Vec3::zeros(); n];
+            a.apply(&x, &mut r);
+            for (ri, bi) in r.iter_mut().zip(&b) {
+                *ri -= bi;
+            }
             for (row, &l) in rows.iter().zip(&lambda) {
                 assert!(l >= 0.0);
                 assert!((l * (row.dot(&x) - row.rhs)).abs() < 1e-8);

@@ -40,6 +40,7 @@ pub(crate) struct Workspace {
     pub rows: DecoupledRows,
     pub proxy_positions: Vec<Vec3>,
     pub mprgp: Mprgp,
+    pub forces: crate::sim::qp::ContactForces,
 }
 
 /// A soft body in a [`super::SoftWorld`].
@@ -59,6 +60,8 @@ pub struct SoftBody {
     pub(crate) targets: Vec<Vec3>,
     pub(crate) proxies: Vec<EmbeddedPoint>,
     pub(crate) frozen: Option<FreezeReason>,
+    /// Statistics of the last step and the reason if that step froze the body.
+    pub(crate) last_step: (super::report::BodyStepStats, Option<FreezeReason>),
     pub(crate) ws: Workspace,
 }
 
@@ -84,6 +87,7 @@ impl SoftBody {
             targets: vec![Vec3::zeros(); n],
             proxies,
             frozen: None,
+            last_step: Default::default(),
             ws: Workspace::default(),
         }
     }

@@ -535,21 +535,20 @@ impl SoftWorld {
             for _ in 0..substeps {
                 let settings = self.settings;
                 let obstacles = &self.obstacles;
-                let results: Vec<_> = if self.bodies.len() > 1 {
-                    self.bodies
-                        .par_iter_mut()
-                        .map(|b| step::step_body(b, obstacles, &settings, h))
-                        .collect()
+                // Results stay in the bodies: no per-step allocation.
+                if self.bodies.len() > 1 {
+                    self.bodies.par_iter_mut().for_each(|b| {
+                        b.last_step = step::step_body(b, obstacles, &settings, h);
+                    });
                 } else {
-                    self.bodies
-                        .iter_mut()
-                        .map(|b| step::step_body(b, obstacles, &settings, h))
-                        .collect()
-                };
-                for ((stats, frozen), &id) in results.iter().zip(&self.body_ids) {
-                    report.add_body(stats);
-                    if let Some(reason) = frozen {
-                        report.frozen.push((BodyHandle(id), reason.clone()));
+                    for b in &mut self.bodies {
+                        b.last_step = step::step_body(b, obstacles, &settings, h);
+                    }
+                }
+                for (b, &id) in self.bodies.iter_mut().zip(&self.body_ids) {
+                    report.add_body(&b.last_step.0);
+                    if let Some(reason) = b.last_step.1.take() {
+                        report.frozen.push((BodyHandle(id), reason));
                     }
                 }
             }

@@ -9,7 +9,7 @@ use super::report::{BodyStepStats, FreezeReason};
 use crate::sim::contact::{Obstacle, build_rows, detect_contacts};
 use crate::sim::math::{Mat3, Vec3, all_finite};
 use crate::sim::pd::PINNED;
-use crate::sim::qp::{ConstraintRow, QpProblem, SpdOperator, multipliers};
+use crate::sim::qp::{ConstraintRow, QpProblem, SpdOperator};
 use crate::sim::sparse::SymmetricMatrix;
 
 /// Extra PD iterations allowed when the last iteration found new penetrations.
@@ -119,6 +119,7 @@ fn solve_positions(
         &mut ws.contacts,
     );
     ws.rows.reset(n_free);
+    ws.lambda.clear();
     build_rows(&mut ws.contacts, proxies, pd.dof_map(), x, &mut ws.rows);
     stats.timings.detect += t.elapsed();
 
@@ -133,7 +134,15 @@ fn solve_positions(
 
         let t = Instant::now();
         pd.assemble_rhs(&ws.y, targets, &ws.contributions, &mut ws.b);
+        // Unconstrained solve with the previous iteration's contact forces added,
+        // x0 = A^-1 (b + J' lambda_prev): the factor spreads the contact response through the
+        // whole body, so MPRGP starts next to the constrained optimum.
         ws.x_free.copy_from_slice(&ws.b);
+        for (row, &l) in ws.rows.rows.iter().zip(&ws.lambda) {
+            if l > 0.0 {
+                row.add_scaled(l, &mut ws.x_free);
+            }
+        }
         pd.solve_in_place(&mut ws.x_free);
         stats.timings.global += t.elapsed();
 
@@ -172,6 +181,7 @@ fn solve_positions(
                 .mprgp
                 .solve(&problem, &mut ws.x_free)
                 .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
+            ws.forces.compute(&problem, &ws.x_free, &mut ws.lambda);
             stats.mprgp_iterations += qp.iterations;
             stats.mprgp_cg_steps += qp.cg_steps;
             stats.kkt_residual = qp.relative_residual;
@@ -277,7 +287,7 @@ fn respond_and_guard(
             b: &ws.b,
             rows: &ws.rows.rows,
         };
-        multipliers(&problem, &ws.x_free, &mut ws.gradient, &mut ws.lambda);
+        ws.forces.compute(&problem, &ws.x_free, &mut ws.lambda);
         for (j, c) in ws.rows.contacts.iter().enumerate() {
             let lambda = ws.lambda[j];
             if lambda <= 0.0 {

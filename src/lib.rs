@@ -1,13 +1,39 @@
 //! # bevy_deformable
 //!
-//! Volumetric soft bodies for Bevy: tetrahedral meshes simulated with Projective Dynamics, contact
-//! with obstacles solved as quadratic programs by MPRGP, and friction.
+//! Volumetric soft bodies for Bevy: tetrahedral meshes simulated with Projective Dynamics,
+//! contact with obstacles solved as quadratic programs by MPRGP, and friction.
 //!
-//! The simulation core lives in [`sim`] and is plain Rust (no Bevy types): it can be used and
-//! tested on its own. See `README.md` for the algorithms and their trade-offs.
+//! - [`sim`]: the simulation core, plain Rust (no Bevy types), usable and tested on its own.
+//! - [`DeformablePlugin`] and the [`components`]: the Bevy integration, a thin layer that copies
+//!   ECS edits into the core once per fixed step and writes the results back.
+//!
+//! See `README.md` for the algorithms and their trade-offs.
 
 #![warn(missing_docs)]
 // `!(x > 0.0)` is deliberate throughout: it is also true for NaN, which must be rejected too.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod assets;
+pub mod components;
+pub mod convert;
+pub mod diagnostics;
+pub mod messages;
+pub mod plugin;
+mod render;
 pub mod sim;
+
+pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld};
+
+/// The types a game needs.
+pub mod prelude {
+    pub use crate::assets::TetMeshAsset;
+    pub use crate::components::{
+        Attachment, CollisionProxy, DeformableBody, DeformableState, Obstacle, Pin, SoftMaterial,
+    };
+    pub use crate::diagnostics::DeformableDiagnostics;
+    pub use crate::messages::{BodyFrozen, ContactEnded, ContactStarted};
+    pub use crate::plugin::{
+        DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld,
+    };
+    pub use crate::sim::TetMesh;
+}

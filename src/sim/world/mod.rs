@@ -458,6 +458,45 @@ impl SoftWorld {
         Ok(&self.body(h)?.proxies)
     }
 
+    /// Appends to `out` the obstacles the body touches after the last step (a contact row whose
+    /// gap is within 1e-6 m of its plane), each once, sorted.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn touching_obstacles(
+        &self,
+        h: BodyHandle,
+        out: &mut Vec<ObstacleHandle>,
+    ) -> Result<(), WorldError> {
+        let b = self.body(h)?;
+        let start = out.len();
+        for (row, c) in b.ws.rows.rows.iter().zip(&b.ws.rows.contacts) {
+            let touching =
+                b.pd.as_ref()
+                    .map(|pd| {
+                        let x: f64 = row
+                            .entries()
+                            .map(|(d, a)| a.dot(&b.x[pd.free_vertices()[d] as usize]))
+                            .sum();
+                        x - row.rhs <= 1e-6
+                    })
+                    .unwrap_or(false);
+            if touching && let Some(&id) = self.obstacle_ids.get(c.obstacle as usize) {
+                out.push(ObstacleHandle(id));
+            }
+        }
+        out[start..].sort_unstable();
+        let mut w = start;
+        for r in start..out.len() {
+            if w == start || out[r] != out[w - 1] {
+                out[w] = out[r];
+                w += 1;
+            }
+        }
+        out.truncate(w);
+        Ok(())
+    }
+
     /// Why the body is frozen, if it is.
     ///
     /// # Errors

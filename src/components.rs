@@ -1,0 +1,260 @@
+//! The components a game puts on its entities.
+//!
+//! | component | what |
+//! | --- | --- |
+//! | [`DeformableBody`] | a tet mesh that becomes a soft body; brings [`SoftMaterial`] and [`Transform`] |
+//! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, friction; editable at run time |
+//! | [`CollisionProxy`] | which points of the body collide (surface vertices by default) |
+//! | [`Obstacle`] | a static or moving collider following the entity's `GlobalTransform` |
+//! | [`Pin`] | vertices held in place where they are when the body is created |
+//! | [`Attachment`] | vertices tied by zero-rest-length springs to another entity's transform |
+//! | [`DeformableState`] | read-only: the body's state in the simulation (owned by the plugin) |
+
+use std::sync::Arc;
+
+use bevy::asset::Handle;
+use bevy::ecs::entity::Entity;
+use bevy::math::Vec3;
+use bevy::prelude::{Component, Reflect, ReflectComponent, ReflectDefault, Transform};
+
+use crate::assets::TetMeshAsset;
+use crate::sim;
+
+/// Where a body's tet mesh comes from.
+#[derive(Debug, Clone)]
+pub enum TetMeshSource {
+    /// A mesh built in code.
+    Mesh(Arc<sim::TetMesh>),
+    /// A loaded `.node`/`.ele` or `.msh` asset; the body is created once it has loaded.
+    Asset(Handle<TetMeshAsset>),
+}
+
+/// A volumetric soft body. Spawn it with a [`Transform`] that places its rest shape (translation,
+/// rotation and scale are baked into the initial positions); from then on the plugin owns the
+/// entity's `Transform` (it follows the body's centroid) and its render mesh.
+///
+/// # Example
+/// ```
+/// use bevy::prelude::*;
+/// use bevy_deformable::prelude::*;
+/// fn spawn(mut commands: Commands) {
+///     commands.spawn((
+///         DeformableBody::from(TetMesh::cuboid(bevy_deformable::sim::Vec3::repeat(0.25), 6)),
+///         SoftMaterial::JELLY,
+///         Transform::from_xyz(0.0, 2.0, 0.0),
+///     ));
+/// }
+/// ```
+#[derive(Component, Debug, Clone)]
+#[require(SoftMaterial, Transform, CollisionProxy, DeformableState)]
+pub struct DeformableBody {
+    /// The tet mesh.
+    pub mesh: TetMeshSource,
+}
+
+impl From<sim::TetMesh> for DeformableBody {
+    fn from(mesh: sim::TetMesh) -> Self {
+        Self {
+            mesh: TetMeshSource::Mesh(Arc::new(mesh)),
+        }
+    }
+}
+
+impl From<Arc<sim::TetMesh>> for DeformableBody {
+    fn from(mesh: Arc<sim::TetMesh>) -> Self {
+        Self {
+            mesh: TetMeshSource::Mesh(mesh),
+        }
+    }
+}
+
+impl From<Handle<TetMeshAsset>> for DeformableBody {
+    fn from(handle: Handle<TetMeshAsset>) -> Self {
+        Self {
+            mesh: TetMeshSource::Asset(handle),
+        }
+    }
+}
+
+/// The material of a soft body (see [`sim::SoftMaterial`] for the model). Changing it at run time
+/// refactors that body's system on the next step.
+#[derive(Component, Reflect, Debug, Clone, Copy, PartialEq)]
+#[reflect(Component, Default)]
+pub struct SoftMaterial {
+    /// Young's modulus (Pa), > 0. Default: 2.0e5.
+    pub youngs_modulus: f32,
+    /// Poisson ratio, in (-1, 0.5). Default: 0.4.
+    pub poisson_ratio: f32,
+    /// Density (kg/m^3), > 0. Default: 1100.
+    pub density: f32,
+    /// Deformation damping rate (1/s), >= 0. Default: 1.
+    pub damping: f32,
+    /// Coulomb friction coefficient against obstacles, >= 0. Default: 0.8.
+    pub friction: f32,
+}
+
+impl Default for SoftMaterial {
+    fn default() -> Self {
+        Self::RUBBER
+    }
+}
+
+impl SoftMaterial {
+    const fn from_sim(m: sim::SoftMaterial) -> Self {
+        Self {
+            youngs_modulus: m.youngs_modulus as f32,
+            poisson_ratio: m.poisson_ratio as f32,
+            density: m.density as f32,
+            damping: m.damping as f32,
+            friction: m.friction as f32,
+        }
+    }
+
+    /// Soft jelly: 20 kPa, nu 0.45, 1000 kg/m^3.
+    pub const JELLY: Self = Self::from_sim(sim::SoftMaterial::JELLY);
+    /// Rubber: 200 kPa, nu 0.4, 1100 kg/m^3.
+    pub const RUBBER: Self = Self::from_sim(sim::SoftMaterial::RUBBER);
+    /// Flesh: 50 kPa, nu 0.45, 1050 kg/m^3 (strain limits are not exposed here yet).
+    pub const FLESH: Self = Self::from_sim(sim::SoftMaterial::FLESH);
+    /// Stiff foam: 1 MPa, nu 0.2, 200 kg/m^3.
+    pub const STIFF_FOAM: Self = Self::from_sim(sim::SoftMaterial::STIFF_FOAM);
+
+    /// The core's material.
+    pub fn to_sim(&self) -> sim::SoftMaterial {
+        sim::SoftMaterial {
+            youngs_modulus: self.youngs_modulus as f64,
+            poisson_ratio: self.poisson_ratio as f64,
+            density: self.density as f64,
+            damping: self.damping as f64,
+            friction: self.friction as f64,
+            strain_limits: None,
+        }
+    }
+
+    /// Builder: friction coefficient.
+    pub const fn with_friction(mut self, friction: f32) -> Self {
+        self.friction = friction;
+        self
+    }
+
+    /// Builder: Young's modulus (Pa).
+    pub const fn with_youngs_modulus(mut self, pascals: f32) -> Self {
+        self.youngs_modulus = pascals;
+        self
+    }
+}
+
+/// Which points of a body collide with obstacles.
+#[derive(Component, Debug, Clone, Default)]
+pub enum CollisionProxy {
+    /// The boundary vertices of the tet mesh. Default.
+    #[default]
+    SurfaceVertices,
+    /// Points (m, in the body's rest frame, before its spawn `Transform`) embedded in the tets,
+    /// plus the surface vertices.
+    SurfaceAndPoints(Vec<Vec3>),
+}
+
+/// A static or kinematic collider: a shape that follows the entity's `GlobalTransform`
+/// (translation and rotation; scale is ignored). Moving the entity moves the obstacle, and its
+/// velocity from one fixed step to the next enters the contacts (a moving paddle pushes bodies).
+#[derive(Component, Debug, Clone)]
+#[require(Transform)]
+pub struct Obstacle {
+    /// The shape, in the entity's frame.
+    pub shape: sim::ObstacleShape,
+    /// Coulomb friction coefficient, combined with the body's by the geometric mean. Default 0.5.
+    pub friction: f32,
+}
+
+impl Obstacle {
+    /// An obstacle of any shape.
+    pub fn new(shape: sim::ObstacleShape) -> Self {
+        Self {
+            shape,
+            friction: 0.5,
+        }
+    }
+
+    /// Everything below the plane through the entity's origin with outward `normal`.
+    pub fn halfspace(normal: Vec3) -> Self {
+        Self::new(sim::ObstacleShape::HalfSpace {
+            normal: crate::convert::to_sim(normal.normalize_or(Vec3::Y)),
+        })
+    }
+
+    /// A box with `half_extents` (m).
+    pub fn cuboid(half_extents: Vec3) -> Self {
+        Self::new(sim::ObstacleShape::Cuboid {
+            half_extents: crate::convert::to_sim(half_extents),
+        })
+    }
+
+    /// A ball of `radius` (m).
+    pub fn ball(radius: f32) -> Self {
+        Self::new(sim::ObstacleShape::Ball {
+            radius: radius as f64,
+        })
+    }
+
+    /// A capsule along local Y.
+    pub fn capsule(half_height: f32, radius: f32) -> Self {
+        Self::new(sim::ObstacleShape::Capsule {
+            half_height: half_height as f64,
+            radius: radius as f64,
+        })
+    }
+
+    /// Builder: friction coefficient.
+    pub fn with_friction(mut self, friction: f32) -> Self {
+        self.friction = friction;
+        self
+    }
+}
+
+/// Vertices of the body held exactly where they are when the body is created.
+#[derive(Component, Debug, Clone, Default)]
+pub struct Pin {
+    /// Vertex indices of the body's tet mesh.
+    pub vertices: Vec<u32>,
+}
+
+/// Vertices tied to another entity by zero-rest-length springs: each vertex keeps the offset
+/// it had from `target` when the body was created and follows the target's `GlobalTransform`
+/// (a hand, a bone, a moving platform).
+#[derive(Component, Debug, Clone)]
+pub struct Attachment {
+    /// The entity to follow.
+    pub target: Entity,
+    /// Vertex indices of the body's tet mesh.
+    pub vertices: Vec<u32>,
+    /// Spring stiffness (N/m) per vertex.
+    pub stiffness: f32,
+}
+
+/// The body's state in the simulation, kept by the plugin. Read-only for games.
+#[derive(Component, Debug, Clone, Default)]
+pub struct DeformableState {
+    pub(crate) handle: Option<sim::BodyHandle>,
+    pub(crate) frozen: Option<String>,
+    pub(crate) vertex_count: usize,
+    pub(crate) attachment_offsets: Vec<Vec3>,
+    pub(crate) render_points: Vec<sim::EmbeddedPoint>,
+}
+
+impl DeformableState {
+    /// Whether the body exists in the simulation (an asset-backed body waits for its mesh).
+    pub fn is_simulated(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    /// Why the body was frozen, if it was.
+    pub fn frozen(&self) -> Option<&str> {
+        self.frozen.as_deref()
+    }
+
+    /// Number of simulation vertices.
+    pub fn vertex_count(&self) -> usize {
+        self.vertex_count
+    }
+}

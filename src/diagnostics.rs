@@ -1,0 +1,69 @@
+//! Solver statistics of the last fixed step, as a resource and as Bevy diagnostics.
+
+use bevy::diagnostic::DiagnosticPath;
+use bevy::prelude::{Reflect, ReflectResource, Resource};
+
+use crate::sim::StepReport;
+
+/// Wall time of the last step (ms).
+pub const STEP_TIME: DiagnosticPath = DiagnosticPath::const_new("deformable/step_ms");
+/// MPRGP iterations of the last step.
+pub const MPRGP_ITERATIONS: DiagnosticPath =
+    DiagnosticPath::const_new("deformable/mprgp_iterations");
+/// Contact constraints of the last step.
+pub const CONSTRAINTS: DiagnosticPath = DiagnosticPath::const_new("deformable/constraints");
+/// Relative KKT residual of the last step's contact QPs.
+pub const KKT_RESIDUAL: DiagnosticPath = DiagnosticPath::const_new("deformable/kkt_residual");
+
+/// What the last fixed step did (the latest [`StepReport`] in Reflect-friendly form).
+#[derive(Resource, Reflect, Debug, Clone, Default, PartialEq)]
+#[reflect(Resource)]
+pub struct DeformableDiagnostics {
+    /// Wall time of the step (ms).
+    pub step_ms: f64,
+    /// Time in PD local steps, summed over bodies (ms).
+    pub local_ms: f64,
+    /// Time in PD global steps and MPRGP, summed over bodies (ms).
+    pub global_ms: f64,
+    /// Time in contact detection and response, summed over bodies (ms).
+    pub contact_ms: f64,
+    /// Time refactoring after edits (ms).
+    pub refactor_ms: f64,
+    /// PD iterations, summed over bodies.
+    pub pd_iterations: usize,
+    /// MPRGP iterations, summed over bodies.
+    pub mprgp_iterations: usize,
+    /// Share of MPRGP iterations that were CG steps.
+    pub cg_share: f64,
+    /// Contact constraints.
+    pub constraints: usize,
+    /// Active contact constraints.
+    pub active_constraints: usize,
+    /// Largest relative KKT residual of the contact QPs.
+    pub kkt_residual: f64,
+    /// Deepest penetration of a proxy into an obstacle (m).
+    pub max_penetration: f64,
+    /// Bodies simulated.
+    pub bodies: usize,
+    /// Bodies frozen so far.
+    pub frozen_bodies: usize,
+}
+
+impl DeformableDiagnostics {
+    pub(crate) fn record(&mut self, r: &StepReport) {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        self.step_ms = ms(r.wall);
+        self.local_ms = ms(r.timings.local);
+        self.global_ms = ms(r.timings.global + r.timings.mprgp);
+        self.contact_ms = ms(r.timings.detect + r.timings.velocity);
+        self.refactor_ms = ms(r.timings.refactor);
+        self.pd_iterations = r.pd_iterations;
+        self.mprgp_iterations = r.mprgp_iterations;
+        self.cg_share = r.cg_share();
+        self.constraints = r.constraints;
+        self.active_constraints = r.active_constraints;
+        self.kkt_residual = r.kkt_residual;
+        self.max_penetration = r.max_penetration;
+        self.frozen_bodies += r.frozen.len();
+    }
+}

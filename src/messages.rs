@@ -1,0 +1,41 @@
+//! Messages the plugin writes.
+
+use bevy::ecs::entity::Entity;
+use bevy::prelude::Message;
+
+/// A body was stopped after a numerical failure (restored to its last good state, frozen).
+///
+/// # Scheduling
+/// Written in [`crate::DeformableSystems::Step`] (`FixedUpdate`), the step the failure happened.
+#[derive(Message, Debug, Clone, PartialEq)]
+pub struct BodyFrozen {
+    /// The body's entity.
+    pub entity: Entity,
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// A body started touching an obstacle.
+///
+/// # Scheduling
+/// Written in [`crate::DeformableSystems::Step`] (`FixedUpdate`) after the step in which the
+/// contact appeared; messages of one step are ordered by body, then obstacle entity.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContactStarted {
+    /// The body's entity.
+    pub body: Entity,
+    /// The obstacle's entity.
+    pub obstacle: Entity,
+}
+
+/// A body stopped touching an obstacle (or one of them was removed).
+///
+/// # Scheduling
+/// As [`ContactStarted`].
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContactEnded {
+    /// The body's entity.
+    pub body: Entity,
+    /// The obstacle's entity.
+    pub obstacle: Entity,
+}

@@ -1,0 +1,598 @@
+//! [`DeformablePlugin`]: settings, the fixed-step pipeline and its system sets.
+//!
+//! The step runs in `FixedUpdate` as three chained sets ([`DeformableSystems`]):
+//!
+//! 1. **Sync** — create bodies for new [`DeformableBody`] entities (asset-backed ones once their
+//!    mesh has loaded), remove despawned ones, push material edits (that body alone is
+//!    refactored), obstacle poses and velocities, attachment targets and the settings into the
+//!    simulation world.
+//! 2. **Step** — advance the [`SoftWorld`] by the fixed time step; record diagnostics; write
+//!    [`BodyFrozen`], [`ContactStarted`] and [`ContactEnded`] messages.
+//! 3. **Writeback** — move each body's `Transform` to its centroid and write its render mesh.
+//!
+//! The simulation world is the one authoritative copy of the vertices; ECS data flows in during
+//! Sync and out during Writeback, never both ways.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bevy::app::{App, FixedUpdate, Plugin};
+use bevy::asset::{AssetApp, Assets};
+use bevy::diagnostic::{Diagnostic, Diagnostics, RegisterDiagnostic};
+use bevy::ecs::change_detection::DetectChanges;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::lifecycle::RemovedComponents;
+use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
+use bevy::log::warn;
+use bevy::math::{Affine3A, Vec3};
+use bevy::mesh::{Mesh, Mesh3d};
+use bevy::prelude::{
+    Commands, GlobalTransform, MessageWriter, Query, Reflect, ReflectResource, Res, ResMut,
+    Resource, Time, Transform,
+};
+use bevy::time::Fixed;
+
+use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
+use crate::components::{
+    Attachment, CollisionProxy, DeformableBody, DeformableState, Obstacle, Pin, SoftMaterial,
+    TetMeshSource,
+};
+use crate::convert::{quat_to_sim, to_bevy, to_sim};
+use crate::diagnostics::{self, DeformableDiagnostics};
+use crate::messages::{BodyFrozen, ContactEnded, ContactStarted};
+use crate::render;
+use crate::sim::{self, BodyHandle, ObstacleHandle, SoftWorld, WorldSettings};
+
+/// Run-time settings of the simulation; edits apply from the next fixed step.
+#[derive(Resource, Reflect, Debug, Clone, PartialEq)]
+#[reflect(Resource)]
+pub struct DeformableConfig {
+    /// Gravity (m/s^2). Default: (0, -9.81, 0).
+    pub gravity: Vec3,
+    /// Substeps per fixed step. Default: 1.
+    pub substeps: u32,
+    /// Projective Dynamics local/global iterations per substep. Default: 10.
+    pub pd_iterations: u32,
+    /// Relative tolerance of the MPRGP contact solves. Default: 1e-5.
+    pub mprgp_tolerance: f32,
+    /// Iteration cap of one MPRGP solve. Default: 500.
+    pub mprgp_max_iterations: u32,
+    /// Distance (m) within which a proxy near an obstacle already gets a contact row.
+    /// Default: 0.01.
+    pub contact_margin: f32,
+    /// A vertex faster than this (m/s) freezes its body. Default: 100.
+    pub max_speed: f32,
+    /// Stops stepping (bodies keep their state). Default: false.
+    pub paused: bool,
+}
+
+impl Default for DeformableConfig {
+    fn default() -> Self {
+        let w = WorldSettings::default();
+        Self {
+            gravity: to_bevy(&w.gravity),
+            substeps: w.substeps as u32,
+            pd_iterations: w.pd_iterations as u32,
+            mprgp_tolerance: w.mprgp.tolerance as f32,
+            mprgp_max_iterations: w.mprgp.max_iterations as u32,
+            contact_margin: w.contact_margin as f32,
+            max_speed: w.max_speed as f32,
+            paused: false,
+        }
+    }
+}
+
+impl DeformableConfig {
+    fn apply(&self, settings: &mut WorldSettings) {
+        settings.gravity = to_sim(self.gravity);
+        settings.substeps = self.substeps.max(1) as usize;
+        settings.pd_iterations = self.pd_iterations.max(1) as usize;
+        settings.mprgp.tolerance = self.mprgp_tolerance.max(0.0) as f64;
+        settings.mprgp.max_iterations = self.mprgp_max_iterations as usize;
+        settings.contact_margin = self.contact_margin.max(0.0) as f64;
+        settings.max_speed = self.max_speed as f64;
+    }
+}
+
+/// The system sets of the fixed step, in order (see the module docs).
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeformableSystems {
+    /// ECS -> simulation.
+    Sync,
+    /// The simulation step.
+    Step,
+    /// Simulation -> ECS (transforms, render meshes).
+    Writeback,
+}
+
+/// The simulation world and its mapping to entities.
+#[derive(Resource, Default)]
+pub struct DeformableWorld {
+    world: SoftWorld,
+    body_of: HashMap<Entity, BodyHandle>,
+    obstacle_of: HashMap<Entity, ObstacleHandle>,
+    entity_of_obstacle: HashMap<ObstacleHandle, Entity>,
+    contacts: HashMap<Entity, Vec<Entity>>,
+    scratch: Vec<ObstacleHandle>,
+}
+
+impl DeformableWorld {
+    /// The simulation world (read-only: the plugin owns it).
+    pub fn world(&self) -> &SoftWorld {
+        &self.world
+    }
+
+    /// The simulation handle of a body entity.
+    pub fn body(&self, entity: Entity) -> Option<BodyHandle> {
+        self.body_of.get(&entity).copied()
+    }
+
+    /// Current vertex positions (m, world) of a body entity.
+    pub fn positions(&self, entity: Entity) -> Option<&[sim::Vec3]> {
+        self.world.positions(self.body(entity)?).ok()
+    }
+}
+
+/// Soft bodies for Bevy. Add it after `DefaultPlugins` (or, headless, after `MinimalPlugins`,
+/// `AssetPlugin`, `MeshPlugin` and `TransformPlugin`).
+///
+/// # Example
+/// ```
+/// use bevy::prelude::*;
+/// use bevy_deformable::prelude::*;
+/// let mut app = App::new();
+/// app.add_plugins((
+///     MinimalPlugins,
+///     bevy::asset::AssetPlugin::default(),
+///     bevy::mesh::MeshPlugin,
+///     bevy::transform::TransformPlugin,
+///     DeformablePlugin::default().with_iterations(8).with_gravity(Vec3::new(0.0, -9.81, 0.0)),
+/// ));
+/// app.update();
+/// ```
+///
+/// # Panics
+/// When built without `AssetPlugin` and `MeshPlugin` (both in `DefaultPlugins`): it registers an
+/// asset type and writes render meshes.
+#[derive(Debug, Clone, Default)]
+pub struct DeformablePlugin {
+    /// The initial settings.
+    pub config: DeformableConfig,
+}
+
+impl DeformablePlugin {
+    /// Builder: gravity (m/s^2).
+    pub fn with_gravity(mut self, gravity: Vec3) -> Self {
+        self.config.gravity = gravity;
+        self
+    }
+
+    /// Builder: PD iterations per substep.
+    pub fn with_iterations(mut self, iterations: u32) -> Self {
+        self.config.pd_iterations = iterations;
+        self
+    }
+
+    /// Builder: substeps per fixed step.
+    pub fn with_substeps(mut self, substeps: u32) -> Self {
+        self.config.substeps = substeps;
+        self
+    }
+
+    /// Builder: contact margin (m).
+    pub fn with_contact_margin(mut self, margin: f32) -> Self {
+        self.config.contact_margin = margin;
+        self
+    }
+}
+
+impl Plugin for DeformablePlugin {
+    fn build(&self, app: &mut App) {
+        assert!(
+            app.is_plugin_added::<bevy::asset::AssetPlugin>()
+                && app.is_plugin_added::<bevy::mesh::MeshPlugin>(),
+            "DeformablePlugin needs AssetPlugin and MeshPlugin (both in DefaultPlugins): add them first"
+        );
+        app.init_asset::<TetMeshAsset>()
+            .register_asset_loader(TetGenLoader)
+            .register_asset_loader(GmshLoader)
+            .insert_resource(self.config.clone())
+            .init_resource::<DeformableWorld>()
+            .init_resource::<DeformableDiagnostics>()
+            .register_type::<DeformableConfig>()
+            .register_type::<DeformableDiagnostics>()
+            .register_type::<SoftMaterial>()
+            .add_message::<BodyFrozen>()
+            .add_message::<ContactStarted>()
+            .add_message::<ContactEnded>()
+            .register_diagnostic(Diagnostic::new(diagnostics::STEP_TIME).with_suffix("ms"))
+            .register_diagnostic(Diagnostic::new(diagnostics::MPRGP_ITERATIONS))
+            .register_diagnostic(Diagnostic::new(diagnostics::CONSTRAINTS))
+            .register_diagnostic(Diagnostic::new(diagnostics::KKT_RESIDUAL))
+            .configure_sets(
+                FixedUpdate,
+                (
+                    DeformableSystems::Sync,
+                    DeformableSystems::Step,
+                    DeformableSystems::Writeback,
+                )
+                    .chain(),
+            )
+            .add_systems(
+                FixedUpdate,
+                (
+                    (
+                        apply_config,
+                        remove_bodies,
+                        create_bodies,
+                        sync_materials,
+                        sync_obstacles,
+                        sync_attachments,
+                    )
+                        .chain()
+                        .in_set(DeformableSystems::Sync),
+                    step_world.in_set(DeformableSystems::Step),
+                    write_back.in_set(DeformableSystems::Writeback),
+                ),
+            );
+    }
+}
+
+fn apply_config(config: Res<DeformableConfig>, mut world: ResMut<DeformableWorld>) {
+    if config.is_changed() {
+        config.apply(world.world.settings_mut());
+    }
+}
+
+fn remove_bodies(
+    mut removed: RemovedComponents<DeformableBody>,
+    mut world: ResMut<DeformableWorld>,
+) {
+    for entity in removed.read() {
+        if let Some(h) = world.body_of.remove(&entity) {
+            world.world.remove_body(h);
+        }
+        world.contacts.remove(&entity);
+    }
+}
+
+/// Builds the body in the simulation; `Err` with a message when it cannot be created.
+#[allow(clippy::too_many_arguments)]
+fn create_body(
+    world: &mut DeformableWorld,
+    mesh: Arc<sim::TetMesh>,
+    material: &SoftMaterial,
+    proxy: &CollisionProxy,
+    transform: &Transform,
+    pin: Option<&Pin>,
+    attachment: Option<(&Attachment, &GlobalTransform)>,
+    state: &mut DeformableState,
+) -> Result<(BodyHandle, Arc<sim::TetMesh>), String> {
+    let scale = transform.scale;
+    let mesh = if scale == Vec3::ONE {
+        mesh
+    } else {
+        let s = to_sim(scale);
+        let scaled = sim::TetMesh::new(
+            mesh.rest_positions()
+                .iter()
+                .map(|p| p.component_mul(&s))
+                .collect(),
+            mesh.tets().iter().map(|t| t.map(|v| v as usize)).collect(),
+        )
+        .map_err(|e| format!("scaled mesh invalid: {e}"))?;
+        Arc::new(scaled)
+    };
+    let h = world
+        .world
+        .add_body_with_pose(
+            mesh.clone(),
+            material.to_sim(),
+            to_sim(transform.translation),
+            quat_to_sim(transform.rotation),
+        )
+        .map_err(|e| e.to_string())?;
+    let result = (|| -> Result<(), String> {
+        let positions = world
+            .world
+            .positions(h)
+            .map_err(|e| e.to_string())?
+            .to_vec();
+        if let Some(pin) = pin {
+            for &v in &pin.vertices {
+                let p = *positions
+                    .get(v as usize)
+                    .ok_or_else(|| format!("pinned vertex {v} out of range"))?;
+                world
+                    .world
+                    .pin(h, v as usize, p)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        if let Some((attachment, target)) = attachment {
+            let inverse = target.affine().inverse();
+            state.attachment_offsets.clear();
+            for &v in &attachment.vertices {
+                let p = *positions
+                    .get(v as usize)
+                    .ok_or_else(|| format!("attached vertex {v} out of range"))?;
+                state
+                    .attachment_offsets
+                    .push(inverse.transform_point3(to_bevy(&p)));
+                world
+                    .world
+                    .attach(h, v as usize, attachment.stiffness as f64, p)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        if let CollisionProxy::SurfaceAndPoints(points) = proxy {
+            let rest: Vec<sim::Vec3> = points.iter().map(|p| to_sim(*p * scale)).collect();
+            let mut proxies = world.world.proxies(h).map_err(|e| e.to_string())?.to_vec();
+            proxies.extend(sim::embed::embed_points(&mesh, &rest));
+            world
+                .world
+                .set_proxies(h, proxies)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok((h, mesh)),
+        Err(e) => {
+            world.world.remove_body(h);
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::type_complexity)]
+fn create_bodies(
+    mut commands: Commands,
+    mut world: ResMut<DeformableWorld>,
+    tet_assets: Res<Assets<TetMeshAsset>>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut bodies: Query<(
+        Entity,
+        &DeformableBody,
+        &SoftMaterial,
+        &CollisionProxy,
+        &Transform,
+        Option<&Pin>,
+        Option<&Attachment>,
+        Option<&Mesh3d>,
+        &mut DeformableState,
+    )>,
+    targets: Query<&GlobalTransform>,
+) {
+    for (entity, body, material, proxy, transform, pin, attachment, mesh3d, mut state) in
+        &mut bodies
+    {
+        if state.handle.is_some() || state.frozen.is_some() {
+            continue;
+        }
+        let mesh = match &body.mesh {
+            TetMeshSource::Mesh(m) => m.clone(),
+            TetMeshSource::Asset(handle) => match tet_assets.get(handle) {
+                Some(asset) => asset.0.clone(),
+                None => continue,
+            },
+        };
+        // A game-provided render mesh is embedded in the tets; wait until it has loaded.
+        let render_points = match mesh3d {
+            Some(m) => match meshes.get(&m.0).and_then(render::mesh_positions) {
+                Some(p) => Some(p),
+                None => continue,
+            },
+            None => None,
+        };
+        let attachment = match attachment {
+            Some(a) => match targets.get(a.target) {
+                Ok(t) => Some((a, t)),
+                Err(_) => {
+                    warn!(
+                        "deformable body {entity}: attachment target {} has no GlobalTransform",
+                        a.target
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        match create_body(
+            &mut world, mesh, material, proxy, transform, pin, attachment, &mut state,
+        ) {
+            Ok((h, mesh)) => {
+                let points = match render_points {
+                    Some(p) => {
+                        let s = to_sim(transform.scale);
+                        let rest: Vec<sim::Vec3> = p.iter().map(|q| q.component_mul(&s)).collect();
+                        sim::embed::embed_points(&mesh, &rest)
+                    }
+                    None => {
+                        let (render_mesh, points) = render::surface_mesh(&mesh);
+                        commands
+                            .entity(entity)
+                            .insert(Mesh3d(meshes.add(render_mesh)));
+                        points
+                    }
+                };
+                state.handle = Some(h);
+                state.vertex_count = mesh.vertex_count();
+                state.render_points = points;
+                world.body_of.insert(entity, h);
+            }
+            Err(e) => {
+                warn!("deformable body {entity} not created: {e}");
+                state.frozen = Some(e);
+            }
+        }
+    }
+}
+
+fn sync_materials(
+    mut world: ResMut<DeformableWorld>,
+    bodies: Query<(Entity, &SoftMaterial, &DeformableState), bevy::prelude::Changed<SoftMaterial>>,
+) {
+    for (entity, material, state) in &bodies {
+        if let Some(h) = state.handle
+            && let Err(e) = world.world.set_material(h, material.to_sim())
+        {
+            warn!("deformable body {entity}: material rejected: {e}");
+        }
+    }
+}
+
+fn sync_obstacles(
+    mut world: ResMut<DeformableWorld>,
+    time: Res<Time<Fixed>>,
+    obstacles: Query<(Entity, &Obstacle, &GlobalTransform)>,
+    mut removed: RemovedComponents<Obstacle>,
+) {
+    for entity in removed.read() {
+        if let Some(h) = world.obstacle_of.remove(&entity) {
+            world.world.remove_obstacle(h);
+            world.entity_of_obstacle.remove(&h);
+        }
+    }
+    let dt = time.delta_secs_f64();
+    for (entity, obstacle, transform) in &obstacles {
+        let (_, rotation, translation) = transform.to_scale_rotation_translation();
+        let position = to_sim(translation);
+        let rotation = quat_to_sim(rotation);
+        match world.obstacle_of.get(&entity).copied() {
+            Some(h) => {
+                if let Ok(o) = world.world.obstacle_mut(h) {
+                    o.move_to(position, rotation, dt);
+                }
+            }
+            None => match sim::Obstacle::new(obstacle.shape.clone()) {
+                Ok(o) => {
+                    let o = o
+                        .with_position(position)
+                        .with_rotation(rotation)
+                        .with_friction(obstacle.friction as f64);
+                    let h = world.world.add_obstacle(o);
+                    world.obstacle_of.insert(entity, h);
+                    world.entity_of_obstacle.insert(h, entity);
+                }
+                Err(e) => {
+                    // Remember the failure so it is reported once: map to no handle.
+                    warn!("obstacle {entity} rejected: {e}");
+                    let h = world.world.add_obstacle(
+                        sim::Obstacle::ball(f64::MIN_POSITIVE)
+                            .expect("a tiny positive radius is valid")
+                            .with_position(sim::Vec3::new(0.0, -1.0e9, 0.0)),
+                    );
+                    world.obstacle_of.insert(entity, h);
+                }
+            },
+        }
+    }
+}
+
+fn sync_attachments(
+    mut world: ResMut<DeformableWorld>,
+    bodies: Query<(&Attachment, &DeformableState)>,
+    targets: Query<&GlobalTransform>,
+) {
+    for (attachment, state) in &bodies {
+        let (Some(h), Ok(target)) = (state.handle, targets.get(attachment.target)) else {
+            continue;
+        };
+        let affine: Affine3A = target.affine();
+        for (&v, offset) in attachment.vertices.iter().zip(&state.attachment_offsets) {
+            let p = to_sim(affine.transform_point3(*offset));
+            let _ = world.world.set_attachment_target(h, v as usize, p);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn step_world(
+    config: Res<DeformableConfig>,
+    time: Res<Time<Fixed>>,
+    mut world: ResMut<DeformableWorld>,
+    mut stats: ResMut<DeformableDiagnostics>,
+    mut diagnostics: Diagnostics,
+    mut bodies: Query<(Entity, &mut DeformableState)>,
+    mut frozen_messages: MessageWriter<BodyFrozen>,
+    mut started: MessageWriter<ContactStarted>,
+    mut ended: MessageWriter<ContactEnded>,
+) {
+    if config.paused {
+        return;
+    }
+    let dt = time.delta_secs_f64();
+    if !(dt > 0.0) {
+        return;
+    }
+    let report = match world.world.step(dt) {
+        Ok(r) => r,
+        Err(e) => {
+            warn!("deformable step skipped: {e}");
+            return;
+        }
+    };
+    stats.record(&report);
+    stats.bodies = world.body_of.len();
+    diagnostics.add_measurement(&diagnostics::STEP_TIME, || report.wall.as_secs_f64() * 1e3);
+    diagnostics.add_measurement(&diagnostics::MPRGP_ITERATIONS, || {
+        report.mprgp_iterations as f64
+    });
+    diagnostics.add_measurement(&diagnostics::CONSTRAINTS, || report.constraints as f64);
+    diagnostics.add_measurement(&diagnostics::KKT_RESIDUAL, || report.kkt_residual);
+    let world = &mut *world;
+    for (entity, mut state) in &mut bodies {
+        let Some(h) = state.handle else { continue };
+        if let Some((_, reason)) = report.frozen.iter().find(|(fh, _)| *fh == h) {
+            let reason = reason.to_string();
+            state.frozen = Some(reason.clone());
+            frozen_messages.write(BodyFrozen { entity, reason });
+        }
+        // Contact messages: compare this step's touching obstacles with the last step's.
+        world.scratch.clear();
+        let _ = world.world.touching_obstacles(h, &mut world.scratch);
+        let mut now: Vec<Entity> = world
+            .scratch
+            .iter()
+            .filter_map(|o| world.entity_of_obstacle.get(o).copied())
+            .collect();
+        now.sort_unstable();
+        let before = world.contacts.entry(entity).or_default();
+        for &o in &now {
+            if before.binary_search(&o).is_err() {
+                started.write(ContactStarted {
+                    body: entity,
+                    obstacle: o,
+                });
+            }
+        }
+        for &o in before.iter() {
+            if now.binary_search(&o).is_err() {
+                ended.write(ContactEnded {
+                    body: entity,
+                    obstacle: o,
+                });
+            }
+        }
+        *before = now;
+    }
+}
+
+fn write_back(
+    world: Res<DeformableWorld>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut bodies: Query<(&DeformableState, &mut Transform, Option<&Mesh3d>)>,
+) {
+    for (state, mut transform, mesh3d) in &mut bodies {
+        let Some(h) = state.handle else { continue };
+        let Ok(x) = world.world.positions(h) else {
+            continue;
+        };
+        let centroid = to_bevy(&(x.iter().sum::<sim::Vec3>() / x.len().max(1) as f64));
+        *transform = Transform::from_translation(centroid);
+        if let Some(mut mesh) = mesh3d.and_then(|m| meshes.get_mut(&m.0)) {
+            render::write_positions(&mut mesh, &state.render_points, x, centroid);
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The Bevy plugin driven headless: `MinimalPlugins`, assets, meshes, transforms, and a manual
+//! fixed time step (each `app.update()` runs exactly one fixed step).
+
+use bevy::asset::{AssetPlugin, LoadState};
+use bevy::mesh::{Mesh, Mesh3d, MeshPlugin, VertexAttributeValues};
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use bevy::transform::TransformPlugin;
+use bevy_deformable::prelude::*;
+use bevy_deformable::sim;
+
+fn app_with_assets(root: &str) -> App {
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins,
+        AssetPlugin {
+            file_path: root.to_string(),
+            ..default()
+        },
+        MeshPlugin,
+        TransformPlugin,
+        DeformablePlugin::default(),
+    ));
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    app.init_resource::<MessageLog>();
+    app.add_systems(Update, log_messages);
+    // The first update only starts the clock.
+    app.update();
+    app
+}
+
+fn app() -> App {
+    app_with_assets(concat!(env!("CARGO_MANIFEST_DIR"), "/assets"))
+}
+
+#[derive(Resource, Default)]
+struct MessageLog(Vec<String>);
+
+fn log_messages(
+    mut log: ResMut<MessageLog>,
+    mut started: MessageReader<ContactStarted>,
+    mut ended: MessageReader<ContactEnded>,
+    mut frozen: MessageReader<BodyFrozen>,
+) {
+    for m in started.read() {
+        log.0.push(format!("started {} {}", m.body, m.obstacle));
+    }
+    for m in ended.read() {
+        log.0.push(format!("ended {} {}", m.body, m.obstacle));
+    }
+    for m in frozen.read() {
+        log.0.push(format!("frozen {}", m.entity));
+    }
+}
+
+fn cube() -> DeformableBody {
+    DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.2), 3))
+}
+
+fn positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
+    app.world()
+        .resource::<DeformableWorld>()
+        .positions(e)
+        .expect("body is simulated")
+        .to_vec()
+}
+
+fn lowest(p: &[sim::Vec3]) -> f64 {
+    p.iter().map(|v| v.y).fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn a_body_falls_rests_on_an_obstacle_and_its_render_mesh_follows() {
+    let mut app = app();
+    let body = app
+        .world_mut()
+        .spawn((
+            cube(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    for _ in 0..150 {
+        app.update();
+    }
+    let x = positions(&app, body);
+    assert!(lowest(&x) > -1e-3, "sank to {}", lowest(&x));
+    let transform = *app.world().get::<Transform>(body).unwrap();
+    assert!(
+        (transform.translation.y - 0.2).abs() < 0.03,
+        "{transform:?}"
+    );
+    // The generated render mesh holds the surface vertices relative to the Transform.
+    let handle = app
+        .world()
+        .get::<Mesh3d>(body)
+        .expect("render mesh inserted")
+        .0
+        .clone();
+    let meshes = app.world().resource::<Assets<Mesh>>();
+    let mesh = meshes.get(&handle).unwrap();
+    let Some(VertexAttributeValues::Float32x3(rendered)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("no positions");
+    };
+    let tet = TetMesh::cuboid(sim::Vec3::repeat(0.2), 3);
+    assert_eq!(rendered.len(), tet.surface_vertices().len());
+    for (r, &v) in rendered.iter().zip(tet.surface_vertices()) {
+        let world_pos = Vec3::from_array(*r) + transform.translation;
+        let sim_pos = x[v as usize];
+        assert!(
+            (world_pos.as_dvec3() - bevy::math::DVec3::new(sim_pos.x, sim_pos.y, sim_pos.z))
+                .length()
+                < 1e-5
+        );
+    }
+}
+
+#[test]
+fn a_body_from_a_tetgen_asset_falls_onto_the_floor() {
+    let mut app = app();
+    let handle: Handle<TetMeshAsset> = app
+        .world()
+        .resource::<AssetServer>()
+        .load("meshes/armadillo_4k.node");
+    let body = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(handle.clone()),
+            SoftMaterial::RUBBER,
+            // The armadillo file is about 100 units across: scale it to about 1 m.
+            Transform::from_xyz(0.0, 1.5, 0.0).with_scale(Vec3::splat(0.01)),
+        ))
+        .id();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    let mut waited = 0;
+    while !app
+        .world()
+        .get::<DeformableState>(body)
+        .unwrap()
+        .is_simulated()
+    {
+        app.update();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        waited += 1;
+        assert!(waited < 2000, "asset never loaded");
+    }
+    assert_eq!(
+        app.world()
+            .get::<DeformableState>(body)
+            .unwrap()
+            .vertex_count(),
+        1180
+    );
+    let start = lowest(&positions(&app, body));
+    for _ in 0..90 {
+        app.update();
+    }
+    let end = lowest(&positions(&app, body));
+    assert!(end < start - 0.2, "it fell from {start} to {end}");
+    assert!(end > -1e-3, "it sank into the floor: {end}");
+}
+
+#[test]
+fn a_corrupt_asset_fails_to_load_without_a_panic() {
+    let mut app = app_with_assets(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/assets"));
+    let handle: Handle<TetMeshAsset> = app.world().resource::<AssetServer>().load("corrupt.node");
+    let body = app
+        .world_mut()
+        .spawn(DeformableBody::from(handle.clone()))
+        .id();
+    let other = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(3.0, 1.0, 0.0)))
+        .id();
+    let mut failed = None;
+    for _ in 0..2000 {
+        app.update();
+        if let LoadState::Failed(e) = app.world().resource::<AssetServer>().load_state(&handle) {
+            failed = Some(e.to_string());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let message = failed.expect("the load failed");
+    assert!(
+        message.contains("line 4"),
+        "typed message with the line: {message}"
+    );
+    for _ in 0..10 {
+        app.update();
+    }
+    assert!(
+        !app.world()
+            .get::<DeformableState>(body)
+            .unwrap()
+            .is_simulated()
+    );
+    assert!(
+        app.world()
+            .get::<DeformableState>(other)
+            .unwrap()
+            .is_simulated()
+    );
+}
+
+#[test]
+fn despawning_a_body_leaves_the_others_stepping() {
+    let mut app = app();
+    let a = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 2.0, 0.0)))
+        .id();
+    let b = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(2.0, 2.0, 0.0)))
+        .id();
+    for _ in 0..10 {
+        app.update();
+    }
+    app.world_mut().despawn(a);
+    let before = lowest(&positions(&app, b));
+    for _ in 0..10 {
+        app.update();
+    }
+    assert!(
+        app.world()
+            .resource::<DeformableWorld>()
+            .positions(a)
+            .is_none()
+    );
+    assert!(lowest(&positions(&app, b)) < before - 0.05);
+}
+
+#[test]
+fn contact_messages_arrive_in_order() {
+    let mut app = app();
+    // Set down half a millimetre above the floor so it lands without bouncing.
+    let body = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 0.2005, 0.0)))
+        .id();
+    let floor = app.world_mut().spawn(Obstacle::halfspace(Vec3::Y)).id();
+    for _ in 0..60 {
+        app.update();
+    }
+    app.world_mut().despawn(floor);
+    for _ in 0..5 {
+        app.update();
+    }
+    let log = &app.world().resource::<MessageLog>().0;
+    assert_eq!(
+        log,
+        &vec![
+            format!("started {body} {floor}"),
+            format!("ended {body} {floor}")
+        ],
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_material_edit_changes_the_next_steps() {
+    let run = |edit: bool| {
+        let mut app = app();
+        let body = app
+            .world_mut()
+            .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
+            .id();
+        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        for step in 0..40 {
+            if edit && step == 20 {
+                app.world_mut()
+                    .get_mut::<SoftMaterial>(body)
+                    .unwrap()
+                    .youngs_modulus = 5.0e3;
+            }
+            app.update();
+        }
+        positions(&app, body)
+    };
+    let stiff = run(false);
+    let soft = run(true);
+    // The softened body sags: its top comes down.
+    let top = |x: &[sim::Vec3]| x.iter().map(|v| v.y).fold(f64::NEG_INFINITY, f64::max);
+    assert!(
+        top(&soft) < top(&stiff) - 0.01,
+        "{} vs {}",
+        top(&soft),
+        top(&stiff)
+    );
+}
+
+#[test]
+fn the_same_scene_twice_is_bit_identical() {
+    let run = || {
+        let mut app = app();
+        let a = app
+            .world_mut()
+            .spawn((cube(), Transform::from_xyz(0.0, 0.6, 0.0)))
+            .id();
+        let b = app
+            .world_mut()
+            .spawn((
+                cube(),
+                SoftMaterial::JELLY,
+                Transform::from_xyz(0.1, 1.3, 0.0),
+            ))
+            .id();
+        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        app.world_mut()
+            .spawn((Obstacle::ball(0.2), Transform::from_xyz(0.5, 0.0, 0.0)));
+        for _ in 0..45 {
+            app.update();
+        }
+        (positions(&app, a), positions(&app, b))
+    };
+    assert_eq!(run(), run());
+}

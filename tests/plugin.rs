@@ -318,3 +318,48 @@ fn the_same_scene_twice_is_bit_identical() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn an_embedded_render_mesh_follows_the_coarse_body() {
+    let mut app = app();
+    let detailed = Mesh::from(Sphere::new(0.18).mesh().ico(3).unwrap());
+    let rest: Vec<sim::Vec3> = match detailed.attribute(Mesh::ATTRIBUTE_POSITION) {
+        Some(VertexAttributeValues::Float32x3(p)) => {
+            p.iter().map(|a| sim::Vec3::new(a[0] as f64, a[1] as f64, a[2] as f64)).collect()
+        }
+        _ => panic!("sphere has positions"),
+    };
+    let handle = app.world_mut().resource_mut::<Assets<Mesh>>().add(detailed);
+    let coarse = TetMesh::cuboid(sim::Vec3::repeat(0.2), 2);
+    let embedding = sim::embed::embed_points(&coarse, &rest);
+    let body = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(coarse),
+            SoftMaterial::JELLY,
+            Mesh3d(handle.clone()),
+            Transform::from_xyz(0.0, 0.5, 0.0),
+        ))
+        .id();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    for _ in 0..40 {
+        app.update();
+    }
+    let x = positions(&app, body);
+    let origin = app.world().get::<Transform>(body).unwrap().translation;
+    let meshes = app.world().resource::<Assets<Mesh>>();
+    let Some(VertexAttributeValues::Float32x3(rendered)) =
+        meshes.get(&handle).unwrap().attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("no positions");
+    };
+    let mut moved = 0.0f64;
+    for ((r, e), p0) in rendered.iter().zip(&embedding).zip(&rest) {
+        let expected = e.position(&x);
+        let got = Vec3::from_array(*r) + origin;
+        let got = sim::Vec3::new(got.x as f64, got.y as f64, got.z as f64);
+        assert!((got - expected).norm() < 1e-5, "{got:?} vs {expected:?}");
+        moved = moved.max((got - (p0 + sim::Vec3::new(0.0, 0.5, 0.0))).norm());
+    }
+    assert!(moved > 0.1, "the render mesh should have moved with the body: {moved}");
+}

@@ -324,9 +324,10 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
     let mut app = app();
     let detailed = Mesh::from(Sphere::new(0.18).mesh().ico(3).unwrap());
     let rest: Vec<sim::Vec3> = match detailed.attribute(Mesh::ATTRIBUTE_POSITION) {
-        Some(VertexAttributeValues::Float32x3(p)) => {
-            p.iter().map(|a| sim::Vec3::new(a[0] as f64, a[1] as f64, a[2] as f64)).collect()
-        }
+        Some(VertexAttributeValues::Float32x3(p)) => p
+            .iter()
+            .map(|a| sim::Vec3::new(a[0] as f64, a[1] as f64, a[2] as f64))
+            .collect(),
         _ => panic!("sphere has positions"),
     };
     let handle = app.world_mut().resource_mut::<Assets<Mesh>>().add(detailed);
@@ -348,8 +349,10 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
     let x = positions(&app, body);
     let origin = app.world().get::<Transform>(body).unwrap().translation;
     let meshes = app.world().resource::<Assets<Mesh>>();
-    let Some(VertexAttributeValues::Float32x3(rendered)) =
-        meshes.get(&handle).unwrap().attribute(Mesh::ATTRIBUTE_POSITION)
+    let Some(VertexAttributeValues::Float32x3(rendered)) = meshes
+        .get(&handle)
+        .unwrap()
+        .attribute(Mesh::ATTRIBUTE_POSITION)
     else {
         panic!("no positions");
     };
@@ -361,5 +364,8 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
         assert!((got - expected).norm() < 1e-5, "{got:?} vs {expected:?}");
         moved = moved.max((got - (p0 + sim::Vec3::new(0.0, 0.5, 0.0))).norm());
     }
-    assert!(moved > 0.1, "the render mesh should have moved with the body: {moved}");
+    assert!(
+        moved > 0.1,
+        "the render mesh should have moved with the body: {moved}"
+    );
 }

@@ -322,7 +322,7 @@ fn the_same_scene_twice_is_bit_identical() {
 #[test]
 fn an_embedded_render_mesh_follows_the_coarse_body() {
     let mut app = app();
-    let detailed = Mesh::from(Sphere::new(0.18).mesh().ico(3).unwrap());
+    let detailed = Sphere::new(0.18).mesh().ico(3).unwrap();
     let rest: Vec<sim::Vec3> = match detailed.attribute(Mesh::ATTRIBUTE_POSITION) {
         Some(VertexAttributeValues::Float32x3(p)) => p
             .iter()

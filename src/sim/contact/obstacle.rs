@@ -170,6 +170,40 @@ fn positive(what: &'static str, value: f64) -> Result<(), ObstacleError> {
     }
 }
 
+/// The contact of a query point `q` with its closest surface point `p` (`offset = q - p`, world):
+/// inside, the normal points from `q` to `p`; outside within `margin`, from `p` to `q`; a point
+/// on the surface takes `fallback` as its normal.
+fn contact_from_projection(
+    p: Vec3,
+    offset: Vec3,
+    inside: bool,
+    margin: f64,
+    fallback: impl FnOnce() -> Vec3,
+) -> Option<ObstacleContact> {
+    let dist = offset.norm();
+    if !inside && dist >= margin {
+        return None;
+    }
+    let outward = if dist > 1e-9 {
+        offset / dist
+    } else {
+        fallback()
+    };
+    Some(if inside {
+        ObstacleContact {
+            point: p,
+            normal: if dist > 1e-9 { -outward } else { outward },
+            depth: dist,
+        }
+    } else {
+        ObstacleContact {
+            point: p,
+            normal: outward,
+            depth: -dist,
+        }
+    })
+}
+
 #[inline]
 fn to_parry(v: &Vec3) -> Vector {
     Vector::new(v.x as f32, v.y as f32, v.z as f32)
@@ -522,33 +556,9 @@ impl Obstacle {
         let pose = self.pose();
         let proj = shape.project_point(&pose, to_parry(&q), false);
         let p = from_parry(proj.point);
-        let diff = q - p;
-        let dist = diff.norm();
-        if proj.is_inside {
-            let normal = if dist > 1e-9 {
-                -diff / dist
-            } else {
-                self.fallback_normal(&q)
-            };
-            Some(ObstacleContact {
-                point: p,
-                normal,
-                depth: dist,
-            })
-        } else if dist < margin {
-            let normal = if dist > 1e-9 {
-                diff / dist
-            } else {
-                self.fallback_normal(&q)
-            };
-            Some(ObstacleContact {
-                point: p,
-                normal,
-                depth: -dist,
-            })
-        } else {
-            None
-        }
+        contact_from_projection(p, q - p, proj.is_inside, margin, || {
+            self.fallback_normal(&q)
+        })
     }
 
     fn query_heightfield(&self, q: Vec3, margin: f64) -> Option<ObstacleContact> {
@@ -566,35 +576,15 @@ impl Obstacle {
             .unwrap_or(false);
         let proj = shape.project_local_point(to_parry(&local), false);
         let p_local = from_parry(proj.point);
-        let diff = local - p_local;
-        let dist = diff.norm();
-        let up = self.rotation * Vec3::y();
         let p = self.rotation * p_local + self.position;
-        if below_surface {
-            let normal = if dist > 1e-9 {
-                self.rotation * (-diff / dist)
-            } else {
-                up
-            };
-            Some(ObstacleContact {
-                point: p,
-                normal,
-                depth: dist,
-            })
-        } else if dist < margin {
-            let normal = if dist > 1e-9 {
-                self.rotation * (diff / dist)
-            } else {
-                up
-            };
-            Some(ObstacleContact {
-                point: p,
-                normal,
-                depth: -dist,
-            })
-        } else {
-            None
-        }
+        let up = self.rotation * Vec3::y();
+        contact_from_projection(
+            p,
+            self.rotation * (local - p_local),
+            below_surface,
+            margin,
+            || up,
+        )
     }
 
     /// Normal for a point exactly on the surface: away from the obstacle's centre.

@@ -146,8 +146,8 @@ pub fn project(rows: &[ConstraintRow], groups: &RowGroups, x: &mut [Vec3]) {
             }
         } else {
             let v = rows[members[0] as usize].vertices[0] as usize;
-            let (a, c, k) = vertex_rows(rows, members);
-            x[v] = project_onto_halfspaces(&a[..k], &c[..k], x[v]);
+            let r = vertex_rows(rows, members, None);
+            x[v] = project_onto_halfspaces(&r.a[..r.k], &r.c[..r.k], x[v]);
         }
     }
 }
@@ -219,15 +219,10 @@ pub fn chopped_gradient(
             }
             let g_beta: Vec3 = q[..rank].iter().map(|qi| qi * qi.dot(&g[v])).sum();
             // Cone {b : a_j . b <= 0} written as half-spaces (-a_j) . b >= 0.
-            let mut a = [Vec3::zeros(); MAX_ROWS_PER_VERTEX];
-            let mut k = 0;
-            for &j in members {
-                if active[j as usize] {
-                    a[k] = -rows[j as usize].coeffs[0];
-                    k += 1;
-                }
-            }
-            beta[v] = project_onto_halfspaces(&a[..k], &[0.0; MAX_ROWS_PER_VERTEX][..k], g_beta);
+            let r = vertex_rows(rows, members, Some(active));
+            let a = r.a.map(|a| -a);
+            beta[v] =
+                project_onto_halfspaces(&a[..r.k], &[0.0; MAX_ROWS_PER_VERTEX][..r.k], g_beta);
         }
     }
 }
@@ -247,17 +242,8 @@ pub fn snap_to_active(rows: &[ConstraintRow], groups: &RowGroups, active: &[bool
             // Minimal correction onto the active planes: z += A'(AA')^-1 (c - A z), via the
             // orthonormal basis of the active normals (rank-aware).
             let v = rows[members[0] as usize].vertices[0] as usize;
-            let mut a = [Vec3::zeros(); MAX_ROWS_PER_VERTEX];
-            let mut c = [0.0; MAX_ROWS_PER_VERTEX];
-            let mut k = 0;
-            for &j in members {
-                if active[j as usize] {
-                    a[k] = rows[j as usize].coeffs[0];
-                    c[k] = rows[j as usize].rhs;
-                    k += 1;
-                }
-            }
-            if let Some(dz) = min_norm_solution(&a[..k], &c[..k], z[v]) {
+            let r = vertex_rows(rows, members, Some(active));
+            if let Some(dz) = min_norm_solution(&r.a[..r.k], &r.c[..r.k], z[v]) {
                 z[v] += dz;
             }
         }
@@ -283,42 +269,46 @@ pub fn multipliers_from_gradient(
             }
         } else {
             let v = rows[members[0] as usize].vertices[0] as usize;
-            let mut idx = [0usize; MAX_ROWS_PER_VERTEX];
-            let mut a = [Vec3::zeros(); MAX_ROWS_PER_VERTEX];
-            let mut k = 0;
-            for &j in members {
-                if active[j as usize] {
-                    idx[k] = j as usize;
-                    a[k] = rows[j as usize].coeffs[0];
-                    k += 1;
-                }
-            }
-            if let Some(l) = gram_solve(&a[..k], |i| a[i].dot(&g[v])) {
-                for i in 0..k {
-                    out[idx[i]] = l[i].max(0.0);
+            let r = vertex_rows(rows, members, Some(active));
+            if let Some(l) = gram_solve(&r.a[..r.k], |i| r.a[i].dot(&g[v])) {
+                for i in 0..r.k {
+                    out[r.index[i]] = l[i].max(0.0);
                 }
             }
         }
     }
 }
 
-/// Coefficients and right-hand sides of the one-vertex rows of a group.
-fn vertex_rows(
-    rows: &[ConstraintRow],
-    members: &[u32],
-) -> (
-    [Vec3; MAX_ROWS_PER_VERTEX],
-    [f64; MAX_ROWS_PER_VERTEX],
-    usize,
-) {
-    let mut a = [Vec3::zeros(); MAX_ROWS_PER_VERTEX];
-    let mut c = [0.0; MAX_ROWS_PER_VERTEX];
-    let k = members.len().min(MAX_ROWS_PER_VERTEX);
-    for (i, &j) in members.iter().take(k).enumerate() {
-        a[i] = rows[j as usize].coeffs[0];
-        c[i] = rows[j as usize].rhs;
+/// The one-vertex rows of a group (all of them, or only the active ones).
+struct VertexRows {
+    /// Row indices.
+    index: [usize; MAX_ROWS_PER_VERTEX],
+    /// Coefficient vectors.
+    a: [Vec3; MAX_ROWS_PER_VERTEX],
+    /// Right-hand sides.
+    c: [f64; MAX_ROWS_PER_VERTEX],
+    /// How many.
+    k: usize,
+}
+
+fn vertex_rows(rows: &[ConstraintRow], members: &[u32], active: Option<&[bool]>) -> VertexRows {
+    let mut out = VertexRows {
+        index: [0; MAX_ROWS_PER_VERTEX],
+        a: [Vec3::zeros(); MAX_ROWS_PER_VERTEX],
+        c: [0.0; MAX_ROWS_PER_VERTEX],
+        k: 0,
+    };
+    for &j in members {
+        let j = j as usize;
+        if out.k == MAX_ROWS_PER_VERTEX || active.is_some_and(|act| !act[j]) {
+            continue;
+        }
+        out.index[out.k] = j;
+        out.a[out.k] = rows[j].coeffs[0];
+        out.c[out.k] = rows[j].rhs;
+        out.k += 1;
     }
-    (a, c, k)
+    out
 }
 
 /// Orthonormal basis of the active rows' coefficient vectors of a one-vertex group

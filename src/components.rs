@@ -248,7 +248,8 @@ impl DeformableState {
         self.handle.is_some()
     }
 
-    /// Why the body was frozen, if it was.
+    /// Why the body was frozen after a numerical failure, or could not be created (invalid
+    /// material, pin out of range, ...), if either happened.
     pub fn frozen(&self) -> Option<&str> {
         self.frozen.as_deref()
     }

@@ -13,7 +13,7 @@
 //! The simulation world is the one authoritative copy of the vertices; ECS data flows in during
 //! Sync and out during Writeback, never both ways.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bevy::app::{App, FixedUpdate, Plugin};
@@ -27,7 +27,7 @@ use bevy::log::warn;
 use bevy::math::{Affine3A, Vec3};
 use bevy::mesh::{Mesh, Mesh3d};
 use bevy::prelude::{
-    Commands, GlobalTransform, MessageWriter, Query, Reflect, ReflectResource, Res, ResMut,
+    Commands, GlobalTransform, MessageWriter, Query, Ref, Reflect, ReflectResource, Res, ResMut,
     Resource, Time, Transform,
 };
 use bevy::time::Fixed;
@@ -113,6 +113,8 @@ pub struct DeformableWorld {
     obstacle_of: HashMap<Entity, ObstacleHandle>,
     entity_of_obstacle: HashMap<ObstacleHandle, Entity>,
     contacts: HashMap<Entity, Vec<Entity>>,
+    /// Obstacles whose shape was rejected (reported once, retried when the component changes).
+    rejected_obstacles: HashSet<Entity>,
     scratch: Vec<ObstacleHandle>,
 }
 
@@ -445,10 +447,12 @@ fn sync_materials(
 fn sync_obstacles(
     mut world: ResMut<DeformableWorld>,
     time: Res<Time<Fixed>>,
-    obstacles: Query<(Entity, &Obstacle, &GlobalTransform)>,
+    obstacles: Query<(Entity, Ref<Obstacle>, &GlobalTransform)>,
     mut removed: RemovedComponents<Obstacle>,
 ) {
+    let world = &mut *world;
     for entity in removed.read() {
+        world.rejected_obstacles.remove(&entity);
         if let Some(h) = world.obstacle_of.remove(&entity) {
             world.world.remove_obstacle(h);
             world.entity_of_obstacle.remove(&h);
@@ -459,33 +463,37 @@ fn sync_obstacles(
         let (_, rotation, translation) = transform.to_scale_rotation_translation();
         let position = to_sim(translation);
         let rotation = quat_to_sim(rotation);
-        match world.obstacle_of.get(&entity).copied() {
-            Some(h) => {
-                if let Ok(o) = world.world.obstacle_mut(h) {
-                    o.move_to(position, rotation, dt);
-                }
+        // An edited shape replaces the obstacle (a rejected one gets another chance).
+        if obstacle.is_changed() && !obstacle.is_added() {
+            world.rejected_obstacles.remove(&entity);
+            if let Some(h) = world.obstacle_of.remove(&entity) {
+                world.world.remove_obstacle(h);
+                world.entity_of_obstacle.remove(&h);
             }
-            None => match sim::Obstacle::new(obstacle.shape.clone()) {
-                Ok(o) => {
-                    let o = o
-                        .with_position(position)
-                        .with_rotation(rotation)
-                        .with_friction(obstacle.friction as f64);
-                    let h = world.world.add_obstacle(o);
-                    world.obstacle_of.insert(entity, h);
-                    world.entity_of_obstacle.insert(h, entity);
-                }
-                Err(e) => {
-                    // Remember the failure so it is reported once: map to no handle.
-                    warn!("obstacle {entity} rejected: {e}");
-                    let h = world.world.add_obstacle(
-                        sim::Obstacle::ball(f64::MIN_POSITIVE)
-                            .expect("a tiny positive radius is valid")
-                            .with_position(sim::Vec3::new(0.0, -1.0e9, 0.0)),
-                    );
-                    world.obstacle_of.insert(entity, h);
-                }
-            },
+        }
+        if world.rejected_obstacles.contains(&entity) {
+            continue;
+        }
+        if let Some(&h) = world.obstacle_of.get(&entity) {
+            if let Ok(o) = world.world.obstacle_mut(h) {
+                o.move_to(position, rotation, dt);
+            }
+            continue;
+        }
+        match sim::Obstacle::new(obstacle.shape.clone()) {
+            Ok(o) => {
+                let o = o
+                    .with_position(position)
+                    .with_rotation(rotation)
+                    .with_friction(obstacle.friction as f64);
+                let h = world.world.add_obstacle(o);
+                world.obstacle_of.insert(entity, h);
+                world.entity_of_obstacle.insert(h, entity);
+            }
+            Err(e) => {
+                warn!("obstacle {entity} rejected: {e}");
+                world.rejected_obstacles.insert(entity);
+            }
         }
     }
 }

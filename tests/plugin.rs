@@ -369,3 +369,57 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
         "the render mesh should have moved with the body: {moved}"
     );
 }
+
+#[test]
+fn invalid_obstacles_and_materials_are_reported_not_fatal() {
+    let mut app = app();
+    let bad_body = app
+        .world_mut()
+        .spawn((cube(), SoftMaterial::RUBBER.with_youngs_modulus(-5.0)))
+        .id();
+    let body = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 1.0, 0.0)))
+        .id();
+    let table = app
+        .world_mut()
+        .spawn((Obstacle::ball(-1.0), Transform::from_xyz(0.0, 0.0, 0.0)))
+        .id();
+    for _ in 0..5 {
+        app.update();
+    }
+    let state = app.world().get::<DeformableState>(bad_body).unwrap();
+    assert!(!state.is_simulated());
+    assert!(
+        state.frozen().unwrap().contains("Young"),
+        "{:?}",
+        state.frozen()
+    );
+    // The rejected ball is not in the world: the body falls freely ...
+    assert!(
+        app.world()
+            .resource::<DeformableWorld>()
+            .world()
+            .obstacles()
+            .is_empty()
+    );
+    // ... until the shape is fixed, which adds it.
+    app.world_mut().get_mut::<Obstacle>(table).unwrap().shape =
+        sim::ObstacleShape::Ball { radius: 0.5 };
+    for _ in 0..90 {
+        app.update();
+    }
+    assert_eq!(
+        app.world()
+            .resource::<DeformableWorld>()
+            .world()
+            .obstacles()
+            .len(),
+        1
+    );
+    let low = lowest(&positions(&app, body));
+    assert!(
+        low > 0.45,
+        "the body rests on the ball: lowest vertex at {low}"
+    );
+}

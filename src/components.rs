@@ -155,8 +155,9 @@ pub enum CollisionProxy {
     SurfaceAndPoints(Vec<Vec3>),
 }
 
-/// A static or kinematic collider: a shape that follows the entity's `GlobalTransform`
-/// (translation and rotation; scale is ignored). Moving the entity moves the obstacle, and its
+/// A static or kinematic collider: a shape that follows the entity's global transform
+/// (translation and rotation, computed from its `Transform` and parents each fixed step; scale is
+/// ignored). Moving the entity moves the obstacle, and its
 /// velocity from one fixed step to the next enters the contacts (a moving paddle pushes bodies).
 #[derive(Component, Debug, Clone)]
 #[require(Transform)]

@@ -31,6 +31,7 @@ use bevy::prelude::{
     Resource, Time, Transform,
 };
 use bevy::time::Fixed;
+use bevy::transform::helper::TransformHelper;
 
 use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
 use crate::components::{
@@ -364,7 +365,7 @@ fn create_bodies(
         Option<&Mesh3d>,
         &mut DeformableState,
     )>,
-    targets: Query<&GlobalTransform>,
+    transforms: TransformHelper,
 ) {
     for (entity, body, material, proxy, transform, pin, attachment, mesh3d, mut state) in
         &mut bodies
@@ -387,12 +388,14 @@ fn create_bodies(
             },
             None => None,
         };
-        let attachment = match attachment {
-            Some(a) => match targets.get(a.target) {
-                Ok(t) => Some((a, t)),
-                Err(_) => {
+        // Transforms are computed from the hierarchy now: a target spawned this frame has no
+        // propagated GlobalTransform yet.
+        let target_transform = match attachment {
+            Some(a) => match transforms.compute_global_transform(a.target) {
+                Ok(t) => Some(t),
+                Err(e) => {
                     warn!(
-                        "deformable body {entity}: attachment target {} has no GlobalTransform",
+                        "deformable body {entity}: attachment target {}: {e}",
                         a.target
                     );
                     None
@@ -400,6 +403,7 @@ fn create_bodies(
             },
             None => None,
         };
+        let attachment = attachment.zip(target_transform.as_ref());
         match create_body(
             &mut world, mesh, material, proxy, transform, pin, attachment, &mut state,
         ) {
@@ -447,7 +451,8 @@ fn sync_materials(
 fn sync_obstacles(
     mut world: ResMut<DeformableWorld>,
     time: Res<Time<Fixed>>,
-    obstacles: Query<(Entity, Ref<Obstacle>, &GlobalTransform)>,
+    obstacles: Query<(Entity, Ref<Obstacle>)>,
+    transforms: TransformHelper,
     mut removed: RemovedComponents<Obstacle>,
 ) {
     let world = &mut *world;
@@ -459,7 +464,12 @@ fn sync_obstacles(
         }
     }
     let dt = time.delta_secs_f64();
-    for (entity, obstacle, transform) in &obstacles {
+    for (entity, obstacle) in &obstacles {
+        // From the hierarchy now, not last frame's propagation: no lag and no jump from the
+        // origin for an obstacle spawned this frame.
+        let Ok(transform) = transforms.compute_global_transform(entity) else {
+            continue;
+        };
         let (_, rotation, translation) = transform.to_scale_rotation_translation();
         let position = to_sim(translation);
         let rotation = quat_to_sim(rotation);
@@ -501,10 +511,13 @@ fn sync_obstacles(
 fn sync_attachments(
     mut world: ResMut<DeformableWorld>,
     bodies: Query<(&Attachment, &DeformableState)>,
-    targets: Query<&GlobalTransform>,
+    transforms: TransformHelper,
 ) {
     for (attachment, state) in &bodies {
-        let (Some(h), Ok(target)) = (state.handle, targets.get(attachment.target)) else {
+        let (Some(h), Ok(target)) = (
+            state.handle,
+            transforms.compute_global_transform(attachment.target),
+        ) else {
             continue;
         };
         let affine: Affine3A = target.affine();

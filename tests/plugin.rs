@@ -423,3 +423,65 @@ fn invalid_obstacles_and_materials_are_reported_not_fatal() {
         "the body rests on the ball: lowest vertex at {low}"
     );
 }
+
+#[test]
+fn pins_hold_and_attachments_follow_their_target() {
+    let mut app = app();
+    let mesh = TetMesh::cuboid(sim::Vec3::repeat(0.2), 2);
+    // Vertex with the largest y + x: a top corner.
+    let corner = (0..mesh.vertex_count())
+        .max_by(|&a, &b| {
+            let (p, q) = (mesh.rest_positions()[a], mesh.rest_positions()[b]);
+            (p.x + p.y).total_cmp(&(q.x + q.y))
+        })
+        .unwrap() as u32;
+    let pinned = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(mesh.clone()),
+            Pin {
+                vertices: vec![corner],
+            },
+            Transform::from_xyz(0.0, 2.0, 0.0),
+        ))
+        .id();
+    let hand = app
+        .world_mut()
+        .spawn(Transform::from_xyz(2.0, 2.2, 0.0))
+        .id();
+    let held = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(mesh),
+            Attachment {
+                target: hand,
+                vertices: vec![corner],
+                stiffness: 5.0e4,
+            },
+            Transform::from_xyz(2.0, 2.0, 0.0),
+        ))
+        .id();
+    app.update();
+    let pin_at = positions(&app, pinned)[corner as usize];
+    let start = positions(&app, held)[corner as usize];
+    for step in 0..90 {
+        // The hand moves 1 m along +z over the first 60 steps.
+        let z = (step.min(60) as f32) / 60.0;
+        app.world_mut()
+            .get_mut::<Transform>(hand)
+            .unwrap()
+            .translation
+            .z = z;
+        app.update();
+        assert_eq!(positions(&app, pinned)[corner as usize], pin_at);
+    }
+    let end = positions(&app, held)[corner as usize];
+    assert!(
+        (end.z - start.z - 1.0).abs() < 0.05,
+        "attached corner moved {} along z",
+        end.z - start.z
+    );
+    // The pinned body hangs below its pin.
+    let hang = positions(&app, pinned).iter().map(|p| p.y).sum::<f64>() / 27.0;
+    assert!(hang < pin_at.y - 0.15, "{hang} vs {}", pin_at.y);
+}

@@ -117,6 +117,8 @@ pub struct DeformableWorld {
     /// Obstacles whose shape was rejected (reported once, retried when the component changes).
     rejected_obstacles: HashSet<Entity>,
     scratch: Vec<ObstacleHandle>,
+    /// Obstacle entities a body touches this step (reused: no per-step allocation).
+    touching: Vec<Entity>,
 }
 
 impl DeformableWorld {
@@ -573,14 +575,18 @@ fn step_world(
         // Contact messages: compare this step's touching obstacles with the last step's.
         world.scratch.clear();
         let _ = world.world.touching_obstacles(h, &mut world.scratch);
-        let mut now: Vec<Entity> = world
-            .scratch
-            .iter()
-            .filter_map(|o| world.entity_of_obstacle.get(o).copied())
-            .collect();
+        let now = &mut world.touching;
+        now.clear();
+        now.extend(
+            world
+                .scratch
+                .iter()
+                .filter_map(|o| world.entity_of_obstacle.get(o).copied()),
+        );
         now.sort_unstable();
+        let now = &world.touching;
         let before = world.contacts.entry(entity).or_default();
-        for &o in &now {
+        for &o in now {
             if before.binary_search(&o).is_err() {
                 started.write(ContactStarted {
                     body: entity,
@@ -596,7 +602,8 @@ fn step_world(
                 });
             }
         }
-        *before = now;
+        before.clear();
+        before.extend_from_slice(now);
     }
 }
 

@@ -241,6 +241,17 @@ pub struct DeformableState {
     pub(crate) vertex_count: usize,
     pub(crate) attachment_offsets: Vec<Vec3>,
     pub(crate) render_points: Vec<sim::EmbeddedPoint>,
+    /// The render points (m, world) after the second-to-last and the last fixed step.
+    pub(crate) render_previous: Vec<Vec3>,
+    pub(crate) render_current: Vec<Vec3>,
+    /// Means of those point sets (m, world): the `Transform` the mesh is drawn relative to.
+    pub(crate) centre_previous: Vec3,
+    pub(crate) centre_current: Vec3,
+    /// Fixed steps recorded since the body was created.
+    pub(crate) steps_recorded: u64,
+    /// The (step, blend factor) last written to the render mesh; nothing is rewritten while
+    /// neither changes (a paused game uploads no meshes).
+    pub(crate) drawn: Option<(u64, f32)>,
 }
 
 impl DeformableState {

@@ -17,6 +17,7 @@ pub mod assets;
 pub mod components;
 pub mod convert;
 pub mod diagnostics;
+pub mod embedding;
 pub mod messages;
 pub mod plugin;
 mod render;
@@ -31,9 +32,10 @@ pub mod prelude {
         Attachment, CollisionProxy, DeformableBody, DeformableState, Obstacle, Pin, SoftMaterial,
     };
     pub use crate::diagnostics::DeformableDiagnostics;
+    pub use crate::embedding::{enclosing_body, mesh_from_surface, surface_from_mesh};
     pub use crate::messages::{BodyFrozen, ContactEnded, ContactStarted};
     pub use crate::plugin::{
         DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld,
     };
-    pub use crate::sim::TetMesh;
+    pub use crate::sim::{TetMesh, TriangleSurface};
 }

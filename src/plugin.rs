@@ -8,7 +8,13 @@
 //!    simulation world.
 //! 2. **Step** — advance the [`SoftWorld`] by the fixed time step; record diagnostics; write
 //!    [`BodyFrozen`], [`ContactStarted`] and [`ContactEnded`] messages.
-//! 3. **Writeback** — move each body's `Transform` to its centroid and write its render mesh.
+//! 3. **Writeback** — evaluate each body's render points (its surface vertices, or the vertices
+//!    of the game's own embedded mesh) and keep them beside the previous step's.
+//!
+//! Every frame, in `PostUpdate` before transform propagation, [`DeformableSystems::Render`]
+//! blends the last two fixed steps by the fixed clock's overstep fraction (so motion is smooth
+//! when the frame rate and the 64 Hz step disagree; [`DeformableConfig::interpolate`]), moves the
+//! body's `Transform` to the points' mean and writes the render mesh relative to it.
 //!
 //! The simulation world is the one authoritative copy of the vertices; ECS data flows in during
 //! Sync and out during Writeback, never both ways.
@@ -16,8 +22,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use bevy::app::{App, FixedUpdate, Plugin};
-use bevy::asset::{AssetApp, Assets};
+use bevy::app::{App, FixedUpdate, Plugin, PostUpdate};
+use bevy::asset::{AssetApp, Assets, RenderAssetUsages};
 use bevy::diagnostic::{Diagnostic, Diagnostics, RegisterDiagnostic};
 use bevy::ecs::change_detection::DetectChanges;
 use bevy::ecs::entity::Entity;
@@ -31,6 +37,7 @@ use bevy::prelude::{
     Resource, Time, Transform,
 };
 use bevy::time::Fixed;
+use bevy::transform::TransformSystems;
 use bevy::transform::helper::TransformHelper;
 
 use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
@@ -65,6 +72,9 @@ pub struct DeformableConfig {
     pub max_speed: f32,
     /// Stops stepping (bodies keep their state). Default: false.
     pub paused: bool,
+    /// Draw bodies blended between the last two fixed steps (smooth, one step behind) instead
+    /// of at the last step. Default: true.
+    pub interpolate: bool,
 }
 
 impl Default for DeformableConfig {
@@ -79,6 +89,7 @@ impl Default for DeformableConfig {
             contact_margin: w.contact_margin as f32,
             max_speed: w.max_speed as f32,
             paused: false,
+            interpolate: true,
         }
     }
 }
@@ -102,8 +113,10 @@ pub enum DeformableSystems {
     Sync,
     /// The simulation step.
     Step,
-    /// Simulation -> ECS (transforms, render meshes).
+    /// Simulation -> ECS: the render points of this step.
     Writeback,
+    /// In `PostUpdate`: transforms and render meshes, interpolated between the last two steps.
+    Render,
 }
 
 /// The simulation world and its mapping to entities.
@@ -119,6 +132,8 @@ pub struct DeformableWorld {
     scratch: Vec<ObstacleHandle>,
     /// Obstacle entities a body touches this step (reused: no per-step allocation).
     touching: Vec<Entity>,
+    /// Whether the last fixed step advanced the world (false while paused).
+    stepped: bool,
 }
 
 impl DeformableWorld {
@@ -237,8 +252,16 @@ impl Plugin for DeformablePlugin {
                         .chain()
                         .in_set(DeformableSystems::Sync),
                     step_world.in_set(DeformableSystems::Step),
-                    write_back.in_set(DeformableSystems::Writeback),
+                    record_render_points.in_set(DeformableSystems::Writeback),
                 ),
+            )
+            .configure_sets(
+                PostUpdate,
+                DeformableSystems::Render.before(TransformSystems::Propagate),
+            )
+            .add_systems(
+                PostUpdate,
+                draw_interpolated.in_set(DeformableSystems::Render),
             );
     }
 }
@@ -382,10 +405,24 @@ fn create_bodies(
                 None => continue,
             },
         };
-        // A game-provided render mesh is embedded in the tets; wait until it has loaded.
+        // A game-provided render mesh is embedded in the tets; wait until it has loaded. The body
+        // deforms its own copy, so bodies sharing a mesh handle (and the original) stay apart.
         let render_points = match mesh3d {
-            Some(m) => match meshes.get(&m.0).and_then(render::mesh_positions) {
-                Some(p) => Some(p),
+            Some(m) => match meshes.get(&m.0) {
+                Some(render) => match render::mesh_positions(render) {
+                    Some(p) => {
+                        let mut copy = render.clone();
+                        copy.asset_usage = RenderAssetUsages::default();
+                        Some((p, copy))
+                    }
+                    None => {
+                        warn!(
+                            "deformable body {entity}: its Mesh3d has no Float32x3 positions; \
+                             drawing the tet surface instead"
+                        );
+                        None
+                    }
+                },
                 None => continue,
             },
             None => None,
@@ -411,9 +448,10 @@ fn create_bodies(
         ) {
             Ok((h, mesh)) => {
                 let points = match render_points {
-                    Some(p) => {
+                    Some((p, copy)) => {
                         let s = to_sim(transform.scale);
                         let rest: Vec<sim::Vec3> = p.iter().map(|q| q.component_mul(&s)).collect();
+                        commands.entity(entity).insert(Mesh3d(meshes.add(copy)));
                         sim::embed::embed_points(&mesh, &rest)
                     }
                     None => {
@@ -542,6 +580,7 @@ fn step_world(
     mut started: MessageWriter<ContactStarted>,
     mut ended: MessageWriter<ContactEnded>,
 ) {
+    world.stepped = false;
     if config.paused {
         return;
     }
@@ -556,6 +595,7 @@ fn step_world(
             return;
         }
     };
+    world.stepped = true;
     stats.record(&report);
     stats.bodies = world.body_of.len();
     diagnostics.add_measurement(&diagnostics::STEP_TIME, || report.wall.as_secs_f64() * 1e3);
@@ -607,20 +647,59 @@ fn step_world(
     }
 }
 
-fn write_back(
-    world: Res<DeformableWorld>,
-    mut meshes: ResMut<Assets<Mesh>>,
-    mut bodies: Query<(&DeformableState, &mut Transform, Option<&Mesh3d>)>,
-) {
-    for (state, mut transform, mesh3d) in &mut bodies {
+/// After a step: the render points of every body, kept beside the previous step's.
+fn record_render_points(world: Res<DeformableWorld>, mut bodies: Query<&mut DeformableState>) {
+    for mut state in &mut bodies {
+        let state = &mut *state;
         let Some(h) = state.handle else { continue };
+        // A body created this frame is recorded once even before its first step, so it is drawn
+        // at its spawn pose rather than not at all.
+        if !world.stepped && state.steps_recorded > 0 {
+            continue;
+        }
         let Ok(x) = world.world.positions(h) else {
             continue;
         };
-        let centroid = to_bevy(&(x.iter().sum::<sim::Vec3>() / x.len().max(1) as f64));
-        *transform = Transform::from_translation(centroid);
+        std::mem::swap(&mut state.render_previous, &mut state.render_current);
+        state.centre_previous = state.centre_current;
+        state.centre_current =
+            render::record_points(&state.render_points, x, &mut state.render_current);
+        if state.steps_recorded == 0 {
+            state.render_previous.clone_from(&state.render_current);
+            state.centre_previous = state.centre_current;
+        }
+        state.steps_recorded += 1;
+    }
+}
+
+/// Every frame: `Transform` and render mesh blended between the last two fixed steps.
+fn draw_interpolated(
+    config: Res<DeformableConfig>,
+    time: Res<Time<Fixed>>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut bodies: Query<(&mut DeformableState, &mut Transform, Option<&Mesh3d>)>,
+) {
+    let alpha = if config.interpolate {
+        time.overstep_fraction().clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    for (mut state, mut transform, mesh3d) in &mut bodies {
+        if state.steps_recorded == 0 || state.drawn == Some((state.steps_recorded, alpha)) {
+            continue;
+        }
+        let state = &mut *state;
+        state.drawn = Some((state.steps_recorded, alpha));
+        let origin = state.centre_previous.lerp(state.centre_current, alpha);
+        *transform = Transform::from_translation(origin);
         if let Some(mut mesh) = mesh3d.and_then(|m| meshes.get_mut(&m.0)) {
-            render::write_positions(&mut mesh, &state.render_points, x, centroid);
+            render::write_interpolated(
+                &mut mesh,
+                &state.render_previous,
+                &state.render_current,
+                alpha,
+                origin,
+            );
         }
     }
 }

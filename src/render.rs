@@ -3,9 +3,11 @@
 //! Every body has a list of render points embedded in its tets (`thesis-corotational-fem-
 //! embedded-contact.txt`, section 5.7): the surface vertices of the tet mesh when the game gave
 //! no render mesh, or the vertices of the game's own `Mesh3d` (a detailed mesh embedded in a
-//! coarse simulation mesh). After each fixed step the body's `Transform` moves to the centroid
-//! of its vertices (rotation identity, scale one) and the mesh positions are written relative to
-//! it, with normals recomputed. Write-back is one way: the mesh never feeds the simulation.
+//! coarse simulation mesh). After each fixed step the points are evaluated in world space and
+//! kept with the previous step's; every frame (in `PostUpdate`) the body's `Transform` moves to
+//! their mean (rotation identity, scale one) and the mesh positions are written relative to it,
+//! blended between the last two steps by the fixed clock's overstep, with normals recomputed.
+//! Write-back is one way: the mesh never feeds the simulation.
 
 use bevy::asset::RenderAssetUsages;
 use bevy::math::Vec3;
@@ -54,11 +56,25 @@ pub(crate) fn mesh_positions(mesh: &Mesh) -> Option<Vec<sim::Vec3>> {
     }
 }
 
-/// Writes the embedded points at `x` into the mesh, relative to `origin`, and recomputes normals.
-pub(crate) fn write_positions(
-    mesh: &mut Mesh,
+/// Evaluates the embedded points at `x` into `out` (m, world) and returns their mean.
+pub(crate) fn record_points(
     points: &[EmbeddedPoint],
     x: &[sim::Vec3],
+    out: &mut Vec<Vec3>,
+) -> Vec3 {
+    out.clear();
+    out.extend(points.iter().map(|p| to_bevy(&p.position(x))));
+    let sum: Vec3 = out.iter().copied().sum();
+    sum / out.len().max(1) as f32
+}
+
+/// Writes `previous + alpha (current - previous) - origin` into the mesh positions and
+/// recomputes its normals. Does nothing if the vertex counts disagree (a game replaced the mesh).
+pub(crate) fn write_interpolated(
+    mesh: &mut Mesh,
+    previous: &[Vec3],
+    current: &[Vec3],
+    alpha: f32,
     origin: Vec3,
 ) {
     let Some(VertexAttributeValues::Float32x3(positions)) =
@@ -66,11 +82,11 @@ pub(crate) fn write_positions(
     else {
         return;
     };
-    if positions.len() != points.len() {
+    if positions.len() != current.len() || previous.len() != current.len() {
         return;
     }
-    for (dst, p) in positions.iter_mut().zip(points) {
-        *dst = (to_bevy(&p.position(x)) - origin).to_array();
+    for ((dst, a), b) in positions.iter_mut().zip(previous).zip(current) {
+        *dst = (a.lerp(*b, alpha) - origin).to_array();
     }
     // Normals only for triangle lists (the compute_* helpers require them).
     if mesh.primitive_topology() != PrimitiveTopology::TriangleList {

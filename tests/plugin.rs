@@ -81,6 +81,10 @@ fn a_body_falls_rests_on_an_obstacle_and_its_render_mesh_follows() {
         ))
         .id();
     app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    // Drawn at the last step (the default blends the last two: tested below).
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .interpolate = false;
     for _ in 0..150 {
         app.update();
     }
@@ -343,14 +347,30 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
         ))
         .id();
     app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .interpolate = false;
     for _ in 0..40 {
         app.update();
     }
     let x = positions(&app, body);
     let origin = app.world().get::<Transform>(body).unwrap().translation;
+    // The body deforms its own copy; the game's mesh asset is left as it was.
+    let own = app.world().get::<Mesh3d>(body).unwrap().0.clone();
+    assert_ne!(own, handle);
     let meshes = app.world().resource::<Assets<Mesh>>();
-    let Some(VertexAttributeValues::Float32x3(rendered)) = meshes
+    let Some(VertexAttributeValues::Float32x3(original)) = meshes
         .get(&handle)
+        .unwrap()
+        .attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("no positions");
+    };
+    for (a, p0) in original.iter().zip(&rest) {
+        assert_eq!(*a, [p0.x as f32, p0.y as f32, p0.z as f32]);
+    }
+    let Some(VertexAttributeValues::Float32x3(rendered)) = meshes
+        .get(&own)
         .unwrap()
         .attribute(Mesh::ATTRIBUTE_POSITION)
     else {
@@ -484,4 +504,91 @@ fn pins_hold_and_attachments_follow_their_target() {
     // The pinned body hangs below its pin.
     let hang = positions(&app, pinned).iter().map(|p| p.y).sum::<f64>() / 27.0;
     assert!(hang < pin_at.y - 0.15, "{hang} vs {}", pin_at.y);
+}
+
+/// Vertex positions after every fixed step, recorded right after the plugin's write-back.
+#[derive(Resource, Default)]
+struct StepLog(Vec<Vec<sim::Vec3>>);
+
+#[test]
+fn rendering_blends_the_last_two_steps_by_the_overstep() {
+    let mut app = app();
+    // 1.5 fixed steps per frame: the overstep alternates between a half step and none.
+    let fixed = app.world().resource::<Time<Fixed>>().timestep();
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(fixed.mul_f64(1.5)));
+    app.init_resource::<StepLog>();
+    let body = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 1.0, 0.0)))
+        .id();
+    app.add_systems(
+        FixedUpdate,
+        (move |world: Res<DeformableWorld>, mut log: ResMut<StepLog>| {
+            if let Some(x) = world.positions(body) {
+                log.0.push(x.to_vec());
+            }
+        })
+        .after(DeformableSystems::Writeback),
+    );
+    let tet = TetMesh::cuboid(sim::Vec3::repeat(0.2), 3);
+    let mut blended_frames = 0;
+    for _ in 0..12 {
+        app.update();
+        let log = &app.world().resource::<StepLog>().0;
+        if log.len() < 2 {
+            continue;
+        }
+        let alpha = app.world().resource::<Time<Fixed>>().overstep_fraction() as f64;
+        if alpha > 0.25 {
+            blended_frames += 1;
+        }
+        let (before, last) = (&log[log.len() - 2], &log[log.len() - 1]);
+        let origin = app.world().get::<Transform>(body).unwrap().translation;
+        let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
+        let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
+        let Some(VertexAttributeValues::Float32x3(rendered)) =
+            mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+        else {
+            panic!("no positions");
+        };
+        for (r, &v) in rendered.iter().zip(tet.surface_vertices()) {
+            let v = v as usize;
+            let expected = before[v] + alpha * (last[v] - before[v]);
+            let got = Vec3::from_array(*r) + origin;
+            let got = sim::Vec3::new(got.x as f64, got.y as f64, got.z as f64);
+            assert!(
+                (got - expected).norm() < 1e-5,
+                "alpha {alpha}: {got:?} vs {expected:?}"
+            );
+        }
+    }
+    assert!(
+        blended_frames >= 4,
+        "only {blended_frames} frames fell between steps"
+    );
+}
+
+#[test]
+fn bodies_sharing_a_mesh_handle_deform_their_own_copies() {
+    let mut app = app();
+    let handle = app
+        .world_mut()
+        .resource_mut::<Assets<Mesh>>()
+        .add(Sphere::new(0.15).mesh().ico(2).unwrap());
+    let spawn = |app: &mut App, x: f32| {
+        app.world_mut()
+            .spawn((
+                DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.2), 2)),
+                Mesh3d(handle.clone()),
+                Transform::from_xyz(x, 0.5, 0.0),
+            ))
+            .id()
+    };
+    let (a, b) = (spawn(&mut app, -1.0), spawn(&mut app, 1.0));
+    for _ in 0..10 {
+        app.update();
+    }
+    let mesh_of = |e: Entity| app.world().get::<Mesh3d>(e).unwrap().0.clone();
+    assert_ne!(mesh_of(a), mesh_of(b));
+    assert_ne!(mesh_of(a), handle);
 }

@@ -132,6 +132,9 @@ pub enum MeshError {
     /// A mesh file could not be parsed.
     #[error("mesh file: {0}")]
     Io(#[from] MeshIoError),
+    /// The surface to enclose ([`TetMesh::try_enclosing`]) is invalid.
+    #[error("surface: {0}")]
+    Surface(#[from] super::surface::SurfaceError),
 }
 
 /// Repairs made while validating a mesh.

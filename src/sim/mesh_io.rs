@@ -400,7 +400,7 @@ fn parse_u64(file: &'static str, line: usize, token: &str) -> Result<u64> {
     })
 }
 
-fn parse_i64(file: &'static str, line: usize, token: &str) -> Result<i64> {
+pub(super) fn parse_i64(file: &'static str, line: usize, token: &str) -> Result<i64> {
     token.parse().map_err(|_| MeshIoError::BadNumber {
         file,
         line,
@@ -418,7 +418,7 @@ fn parse_f64(file: &'static str, line: usize, token: &str) -> Result<f64> {
     })
 }
 
-fn parse_coord(file: &'static str, line: usize, token: &str) -> Result<f64> {
+pub(super) fn parse_coord(file: &'static str, line: usize, token: &str) -> Result<f64> {
     let value = parse_f64(file, line, token)?;
     if value.is_finite() {
         Ok(value)

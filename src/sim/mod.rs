@@ -7,6 +7,8 @@
 //! | --- | --- |
 //! | [`mesh`] | [`TetMesh`]: rest geometry, validation, boundary surface, lattice builders |
 //! | [`mesh_io`] | TetGen `.node`/`.ele` and Gmsh `.msh` readers |
+//! | [`obj`] | Wavefront `.obj` triangle surface reader |
+//! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
 //! | [`material`] | [`SoftMaterial`] and its Lame parameters |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve |
@@ -22,10 +24,12 @@ pub mod material;
 pub mod math;
 pub mod mesh;
 pub mod mesh_io;
+pub mod obj;
 pub mod pd;
 pub mod polar;
 pub mod qp;
 pub mod sparse;
+pub mod surface;
 pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleShape};
@@ -33,4 +37,5 @@ pub use embed::EmbeddedPoint;
 pub use material::{MaterialError, SoftMaterial, StrainLimits};
 pub use math::{Mat3, Vec3};
 pub use mesh::{MeshError, TetMesh};
+pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{BodyHandle, FreezeReason, ObstacleHandle, SoftWorld, StepReport, WorldSettings};

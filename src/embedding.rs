@@ -61,7 +61,8 @@ pub fn mesh_from_surface(surface: &TriangleSurface) -> Mesh {
     );
     mesh.insert_attribute(Mesh::ATTRIBUTE_POSITION, positions);
     mesh.insert_indices(Indices::U32(indices));
-    mesh.compute_smooth_normals();
+    // Area-weighted: see `render::write_interpolated` for why not angle-weighted.
+    mesh.compute_area_weighted_normals();
     mesh
 }
 

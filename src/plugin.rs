@@ -25,7 +25,7 @@ use std::sync::Arc;
 use bevy::app::{App, FixedUpdate, Plugin, PostUpdate};
 use bevy::asset::{AssetApp, Assets, RenderAssetUsages};
 use bevy::diagnostic::{Diagnostic, Diagnostics, RegisterDiagnostic};
-use bevy::ecs::change_detection::DetectChanges;
+use bevy::ecs::change_detection::{DetectChanges, DetectChangesMut};
 use bevy::ecs::entity::Entity;
 use bevy::ecs::lifecycle::RemovedComponents;
 use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
@@ -72,6 +72,8 @@ pub struct DeformableConfig {
     pub max_speed: f32,
     /// Stops stepping (bodies keep their state). Default: false.
     pub paused: bool,
+    /// While paused: run exactly one more fixed step, then clear this flag. Default: false.
+    pub single_step: bool,
     /// Draw bodies blended between the last two fixed steps (smooth, one step behind) instead
     /// of at the last step. Default: true.
     pub interpolate: bool,
@@ -89,6 +91,7 @@ impl Default for DeformableConfig {
             contact_margin: w.contact_margin as f32,
             max_speed: w.max_speed as f32,
             paused: false,
+            single_step: false,
             interpolate: true,
         }
     }
@@ -570,7 +573,7 @@ fn sync_attachments(
 
 #[allow(clippy::too_many_arguments)]
 fn step_world(
-    config: Res<DeformableConfig>,
+    mut config: ResMut<DeformableConfig>,
     time: Res<Time<Fixed>>,
     mut world: ResMut<DeformableWorld>,
     mut stats: ResMut<DeformableDiagnostics>,
@@ -582,7 +585,11 @@ fn step_world(
 ) {
     world.stepped = false;
     if config.paused {
-        return;
+        if !config.single_step {
+            return;
+        }
+        // Not a settings edit: no need to push the settings again next step.
+        config.bypass_change_detection().single_step = false;
     }
     let dt = time.delta_secs_f64();
     if !(dt > 0.0) {

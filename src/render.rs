@@ -39,7 +39,7 @@ pub(crate) fn surface_mesh(mesh: &sim::TetMesh) -> (Mesh, Vec<EmbeddedPoint>) {
     );
     render.insert_attribute(Mesh::ATTRIBUTE_POSITION, positions);
     render.insert_indices(Indices::U32(indices));
-    render.compute_normals();
+    render.compute_area_weighted_normals();
     let points = surface.iter().map(|&v| EmbeddedPoint::vertex(v)).collect();
     (render, points)
 }
@@ -93,7 +93,10 @@ pub(crate) fn write_interpolated(
         return;
     }
     if mesh.indices().is_some() {
-        mesh.compute_smooth_normals();
+        // Area-weighted: Bevy's angle-weighted `compute_smooth_normals` drops corners whose
+        // squared edge lengths multiply to less than f32::EPSILON (edges under ~2 cm), which
+        // leaves detailed meshes with zero normals in patches.
+        mesh.compute_area_weighted_normals();
     } else {
         mesh.compute_flat_normals();
     }

@@ -592,3 +592,69 @@ fn bodies_sharing_a_mesh_handle_deform_their_own_copies() {
     assert_ne!(mesh_of(a), mesh_of(b));
     assert_ne!(mesh_of(a), handle);
 }
+
+#[test]
+fn pausing_stops_the_world_and_single_step_advances_it_once() {
+    let mut app = app();
+    let body = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 1.0, 0.0)))
+        .id();
+    app.update();
+    app.world_mut().resource_mut::<DeformableConfig>().paused = true;
+    let held = positions(&app, body);
+    for _ in 0..3 {
+        app.update();
+    }
+    assert_eq!(positions(&app, body), held);
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .single_step = true;
+    app.update();
+    let stepped = positions(&app, body);
+    assert!(lowest(&stepped) < lowest(&held), "one step of free fall");
+    assert!(!app.world().resource::<DeformableConfig>().single_step);
+    app.update();
+    assert_eq!(positions(&app, body), stepped, "only one step");
+}
+
+#[test]
+fn an_enclosed_bunny_is_drawn_exactly_at_rest() {
+    let mut app = app();
+    app.world_mut().resource_mut::<DeformableConfig>().gravity = Vec3::ZERO;
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .interpolate = false;
+    let surface =
+        TriangleSurface::from_obj(include_str!("../assets/meshes/bunny_10k.obj")).unwrap();
+    let render = app
+        .world_mut()
+        .resource_mut::<Assets<Mesh>>()
+        .add(mesh_from_surface(&surface));
+    let at = Transform::from_xyz(0.5, 1.0, -0.2)
+        .with_rotation(Quat::from_rotation_y(-0.6))
+        .with_scale(Vec3::splat(0.5));
+    let body = app
+        .world_mut()
+        .spawn((enclosing_body(&surface, 7).unwrap(), Mesh3d(render), at))
+        .id();
+    for _ in 0..2 {
+        app.update();
+    }
+    let origin = app.world().get::<Transform>(body).unwrap().translation;
+    let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
+    let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
+    let Some(VertexAttributeValues::Float32x3(rendered)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("no positions");
+    };
+    let mut worst = 0.0f32;
+    for (r, p) in rendered.iter().zip(surface.positions()) {
+        let expected = at.transform_point(Vec3::new(p.x as f32, p.y as f32, p.z as f32));
+        worst = worst.max((Vec3::from_array(*r) + origin - expected).length());
+    }
+    assert!(
+        worst < 1e-3,
+        "render vertices off their rest place by up to {worst} m"
+    );
+}

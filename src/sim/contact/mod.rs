@@ -15,5 +15,5 @@ pub mod narrowphase;
 pub mod obstacle;
 
 pub use constraints::{DecoupledRows, build_rows};
-pub use narrowphase::{Contact, detect_contacts};
+pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};

@@ -62,3 +62,129 @@ pub fn detect_contacts(
         }
     }
 }
+
+/// Speculative contacts for one step (proxies moving from `x_start` to the prediction `y`):
+/// each proxy is tested at its *start* position, with the margin widened by how far it moves,
+/// and keeps the contact when its predicted position comes within `margin` of the contact
+/// plane (`depth` is then the predicted penetration of that plane). The constraint plane comes
+/// from where the proxy was, not from where it would end, so a fast proxy cannot skip through a
+/// thin obstacle or be pushed out of the wrong face of a box it predicted itself deep inside.
+#[allow(clippy::too_many_arguments)]
+pub fn detect_contacts_swept(
+    proxies: &[EmbeddedPoint],
+    x_start: &[Vec3],
+    y: &[Vec3],
+    obstacles: &[Obstacle],
+    margin: f64,
+    start: &mut Vec<Vec3>,
+    end: &mut Vec<Vec3>,
+    out: &mut Vec<Contact>,
+) {
+    start.clear();
+    start.extend(proxies.iter().map(|p| p.position(x_start)));
+    end.clear();
+    end.extend(proxies.iter().map(|p| p.position(y)));
+    let (lo0, hi0) = bounds(start);
+    let (lo1, hi1) = bounds(end);
+    let (lo, hi) = (lo0.inf(&lo1), hi0.sup(&hi1));
+    for (oi, obstacle) in obstacles.iter().enumerate() {
+        if !obstacle.may_touch(&lo, &hi, margin) {
+            continue;
+        }
+        let obounds = obstacle.bounds();
+        for (pi, (p0, p1)) in start.iter().zip(end.iter()).enumerate() {
+            let reach = margin + (p1 - p0).norm();
+            if let Some((olo, ohi)) = &obounds
+                && (0..3).any(|k| {
+                    p0[k].min(p1[k]) - margin > ohi[k] || p0[k].max(p1[k]) + margin < olo[k]
+                })
+            {
+                continue;
+            }
+            let Some(c) = obstacle.query(*p0, reach) else {
+                continue;
+            };
+            let predicted = c.normal.dot(&(p1 - c.point));
+            if predicted < margin {
+                out.push(Contact {
+                    proxy: pi as u32,
+                    obstacle: oi as u32,
+                    point: c.point,
+                    normal: c.normal,
+                    depth: -predicted,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::contact::obstacle::ObstacleShape;
+
+    #[test]
+    fn a_fast_point_gets_the_face_it_comes_from() {
+        // A thin slab (top at y = 0.05) and a point that would end below it in one step.
+        let slab = Obstacle::new(ObstacleShape::Cuboid {
+            half_extents: Vec3::new(1.0, 0.05, 1.0),
+        })
+        .unwrap();
+        let proxies = [EmbeddedPoint::vertex(0)];
+        let (x0, y) = ([Vec3::new(0.1, 0.3, 0.0)], [Vec3::new(0.1, -0.2, 0.0)]);
+        let (mut a, mut b, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        // At the prediction alone the point is outside (below): no contact at all.
+        detect_contacts(
+            &proxies,
+            &y,
+            std::slice::from_ref(&slab),
+            0.01,
+            &[],
+            &mut a,
+            &mut out,
+        );
+        assert!(out.is_empty());
+        detect_contacts_swept(
+            &proxies,
+            &x0,
+            &y,
+            std::slice::from_ref(&slab),
+            0.01,
+            &mut a,
+            &mut b,
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        assert!(
+            (out[0].normal - Vec3::y()).norm() < 1e-6,
+            "{:?}",
+            out[0].normal
+        );
+        assert!((out[0].depth - 0.25).abs() < 1e-6);
+        // A point moving away, or parallel above the margin, gets nothing.
+        out.clear();
+        let y_up = [Vec3::new(0.1, 0.6, 0.0)];
+        detect_contacts_swept(
+            &proxies,
+            &x0,
+            &y_up,
+            std::slice::from_ref(&slab),
+            0.01,
+            &mut a,
+            &mut b,
+            &mut out,
+        );
+        let y_side = [Vec3::new(0.6, 0.3, 0.0)];
+        detect_contacts_swept(
+            &proxies,
+            &x0,
+            &y_side,
+            std::slice::from_ref(&slab),
+            0.01,
+            &mut a,
+            &mut b,
+            &mut out,
+        );
+        assert!(out.is_empty());
+    }
+}

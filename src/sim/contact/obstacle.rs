@@ -170,6 +170,45 @@ fn positive(what: &'static str, value: f64) -> Result<(), ObstacleError> {
     }
 }
 
+/// The contact of a point `local` (in the box's frame) with a box of `half` extents, exact in
+/// `f64`: inside, the nearest face; outside within `margin`, the closest point of the box.
+fn cuboid_query(local: &Vec3, half: &Vec3, margin: f64) -> Option<ObstacleContact> {
+    let clamped = Vec3::new(
+        local.x.clamp(-half.x, half.x),
+        local.y.clamp(-half.y, half.y),
+        local.z.clamp(-half.z, half.z),
+    );
+    let offset = local - clamped;
+    let dist = offset.norm();
+    if dist > 0.0 {
+        return (dist < margin).then(|| ObstacleContact {
+            point: clamped,
+            normal: offset / dist,
+            depth: -dist,
+        });
+    }
+    // Inside (or on the surface): the face with the least clearance.
+    let mut axis = 0;
+    let mut clearance = f64::INFINITY;
+    for k in 0..3 {
+        let c = half[k] - local[k].abs();
+        if c < clearance {
+            clearance = c;
+            axis = k;
+        }
+    }
+    let sign = if local[axis] >= 0.0 { 1.0 } else { -1.0 };
+    let mut normal = Vec3::zeros();
+    normal[axis] = sign;
+    let mut point = *local;
+    point[axis] = sign * half[axis];
+    Some(ObstacleContact {
+        point,
+        normal,
+        depth: clearance,
+    })
+}
+
 /// The contact of a query point `q` with its closest surface point `p` (`offset = q - p`, world):
 /// inside, the normal points from `q` to `p`; outside within `margin`, from `p` to `q`; a point
 /// on the surface takes `fallback` as its normal.
@@ -546,17 +585,65 @@ impl Obstacle {
                     depth: -d,
                 })
             }
+            ObstacleShape::Cuboid { half_extents } => {
+                let local = self.rotation.inverse() * (q - self.position);
+                let c = cuboid_query(&local, half_extents, margin)?;
+                Some(self.to_world(c))
+            }
+            ObstacleShape::Capsule {
+                half_height,
+                radius,
+            } => {
+                let local = self.rotation.inverse() * (q - self.position);
+                let axis = Vec3::new(0.0, local.y.clamp(-half_height, *half_height), 0.0);
+                let r = local - axis;
+                let dist = r.norm();
+                let d = dist - radius;
+                if d >= margin {
+                    return None;
+                }
+                let normal = if dist > 1e-12 { r / dist } else { Vec3::x() };
+                Some(self.to_world(ObstacleContact {
+                    point: axis + *radius * normal,
+                    normal,
+                    depth: -d,
+                }))
+            }
             ObstacleShape::HeightField { .. } => self.query_heightfield(q, margin),
             _ => self.query_parry(q, margin),
+        }
+    }
+
+    /// A contact computed in the obstacle's frame, moved to world space.
+    fn to_world(&self, c: ObstacleContact) -> ObstacleContact {
+        ObstacleContact {
+            point: self.rotation * c.point + self.position,
+            normal: self.rotation * c.normal,
+            depth: c.depth,
         }
     }
 
     fn query_parry(&self, q: Vec3, margin: f64) -> Option<ObstacleContact> {
         let shape = self.parry.as_ref()?;
         let pose = self.pose();
-        let proj = shape.project_point(&pose, to_parry(&q), false);
-        let p = from_parry(proj.point);
-        contact_from_projection(p, q - p, proj.is_inside, margin, || {
+        let local = pose.inverse_transform_point(to_parry(&q));
+        let (proj, feature) = shape.project_local_point_and_get_feature(local);
+        let p = from_parry(pose.transform_point(proj.point));
+        // In f32 the offset of a point within ~1e-4 m of the surface has no usable direction:
+        // take the normal of the feature it projects onto instead.
+        let offset = q - p;
+        if offset.norm() < 1e-4
+            && let Some(n) = shape.feature_normal_at_point(0, feature, proj.point)
+        {
+            let n = from_parry(pose.rotation * n).normalize();
+            let d = n.dot(&offset);
+            return (proj.is_inside || d < margin).then_some(ObstacleContact {
+                point: p,
+                normal: n,
+                depth: -d,
+            });
+        }
+        contact_from_projection(p, offset, proj.is_inside, margin, || {
             self.fallback_normal(&q)
         })
     }

@@ -39,6 +39,8 @@ pub(crate) struct Workspace {
     pub contacts: Vec<Contact>,
     pub rows: DecoupledRows,
     pub proxy_positions: Vec<Vec3>,
+    /// Proxy positions at the prediction (speculative detection).
+    pub proxy_predictions: Vec<Vec3>,
     pub mprgp: Mprgp,
     pub forces: crate::sim::qp::ContactForces,
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::WorldSettings;
 use super::body::SoftBody;
 use super::report::{BodyStepStats, FreezeReason};
-use crate::sim::contact::{Obstacle, build_rows, detect_contacts};
+use crate::sim::contact::{Obstacle, build_rows, detect_contacts, detect_contacts_swept};
 use crate::sim::math::{Mat3, Vec3, all_finite};
 use crate::sim::pd::PINNED;
 use crate::sim::qp::{ConstraintRow, QpProblem, SpdOperator};
@@ -106,16 +106,17 @@ fn solve_positions(
     ws.x_alt.resize(n_free, Vec3::zeros());
     stats.timings.predict += t.elapsed();
 
-    // 3-4. Detect at the prediction and build decoupled rows.
+    // 3-4. Detect speculatively along the predicted motion and build decoupled rows.
     let t = Instant::now();
     ws.contacts.clear();
-    detect_contacts(
+    detect_contacts_swept(
         proxies,
+        &ws.x_start,
         &ws.y,
         obstacles,
         settings.contact_margin,
-        &[],
         &mut ws.proxy_positions,
+        &mut ws.proxy_predictions,
         &mut ws.contacts,
     );
     ws.rows.reset(n_free);

@@ -1,0 +1,216 @@
+//! What every example shares: the window, an orbit camera, a light, a floor that is also an
+//! obstacle, pause and single-step keys, and the headless screenshot mode CI uses.
+//!
+//! Controls: drag with the left mouse button to orbit, scroll to zoom, `P` pauses, `S` advances
+//! one fixed step while paused.
+//!
+//! Environment:
+//! - `DEFORMABLE_FRAMES=N`: run N frames, then exit.
+//! - `DEFORMABLE_SCREENSHOT=out.png`: save a screenshot after N frames (default 300), then exit.
+//!
+//! In either mode every frame advances the simulation clock by exactly 1/60 s, so a screenshot
+//! shows the same moment of the scene however slow the machine renders.
+
+use std::time::Duration;
+
+use bevy::app::AppExit;
+use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll};
+use bevy::prelude::*;
+use bevy::render::view::screenshot::{Screenshot, save_to_disk};
+use bevy::time::TimeUpdateStrategy;
+use bevy_deformable::prelude::*;
+
+/// `DefaultPlugins` with a titled 1280x720 window, the soft-body plugin and [`ExampleScene`].
+pub fn example_app(title: &str, scene: ExampleScene) -> App {
+    let mut app = App::new();
+    app.add_plugins((
+        DefaultPlugins.set(WindowPlugin {
+            primary_window: Some(Window {
+                title: format!(
+                    "bevy_deformable: {title} (drag: orbit, scroll: zoom, P: pause, S: step)"
+                ),
+                resolution: (1280, 720).into(),
+                ..default()
+            }),
+            ..default()
+        }),
+        DeformablePlugin::default(),
+        scene,
+    ));
+    app
+}
+
+/// Camera, light, floor, controls and the headless mode.
+#[derive(Clone, Copy)]
+pub struct ExampleScene {
+    /// The point the camera orbits (m).
+    pub focus: Vec3,
+    /// Distance of the camera from the focus (m).
+    pub distance: f32,
+    /// Initial camera yaw (radians, about +Y).
+    pub yaw: f32,
+    /// Initial camera pitch (radians, above the horizon).
+    pub pitch: f32,
+}
+
+impl Default for ExampleScene {
+    fn default() -> Self {
+        Self {
+            focus: Vec3::new(0.0, 0.5, 0.0),
+            distance: 6.0,
+            yaw: 0.5,
+            pitch: 0.35,
+        }
+    }
+}
+
+/// An orbit camera: drag with the left mouse button to turn, scroll to zoom.
+#[derive(Component)]
+struct OrbitCamera {
+    focus: Vec3,
+    yaw: f32,
+    pitch: f32,
+    distance: f32,
+}
+
+/// The headless run: how many frames, and where the screenshot goes.
+#[derive(Resource)]
+struct Headless {
+    frames: u32,
+    screenshot: Option<String>,
+    frame: u32,
+    requested: bool,
+}
+
+impl Plugin for ExampleScene {
+    fn build(&self, app: &mut App) {
+        let frames = std::env::var("DEFORMABLE_FRAMES")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        let screenshot = std::env::var("DEFORMABLE_SCREENSHOT").ok();
+        if frames.is_some() || screenshot.is_some() {
+            app.insert_resource(Headless {
+                frames: frames.unwrap_or(300),
+                screenshot,
+                frame: 0,
+                requested: false,
+            })
+            .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(
+                1.0 / 60.0,
+            )))
+            .add_systems(Update, run_headless);
+        }
+        let scene = *self;
+        app.insert_resource(ClearColor(Color::srgb(0.55, 0.68, 0.82)))
+            .add_systems(
+                Startup,
+                move |commands: Commands,
+                      meshes: ResMut<Assets<Mesh>>,
+                      materials: ResMut<Assets<StandardMaterial>>| {
+                    spawn_stage(scene, commands, meshes, materials)
+                },
+            )
+            .add_systems(Update, (orbit_camera, pause_and_step));
+    }
+}
+
+fn spawn_stage(
+    scene: ExampleScene,
+    mut commands: Commands,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    commands.spawn((
+        Camera3d::default(),
+        orbit_transform(scene.focus, scene.yaw, scene.pitch, scene.distance),
+        OrbitCamera {
+            focus: scene.focus,
+            yaw: scene.yaw,
+            pitch: scene.pitch,
+            distance: scene.distance,
+        },
+    ));
+    commands.spawn((
+        DirectionalLight {
+            illuminance: 9_000.0,
+            shadow_maps_enabled: true,
+            ..default()
+        },
+        Transform::from_xyz(4.0, 8.0, 3.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    // The floor: a plane you see, and the half-space obstacle it is.
+    commands.spawn((
+        Mesh3d(meshes.add(Plane3d::default().mesh().size(30.0, 30.0))),
+        MeshMaterial3d(materials.add(Color::srgb(0.35, 0.38, 0.35))),
+        Obstacle::halfspace(Vec3::Y),
+    ));
+}
+
+/// A PBR material for a soft body of this colour.
+pub fn soft_look(color: Color) -> StandardMaterial {
+    StandardMaterial {
+        base_color: color,
+        perceptual_roughness: 0.35,
+        reflectance: 0.4,
+        ..default()
+    }
+}
+
+fn orbit_transform(focus: Vec3, yaw: f32, pitch: f32, distance: f32) -> Transform {
+    let offset = Quat::from_euler(EulerRot::YXZ, yaw, -pitch, 0.0) * Vec3::new(0.0, 0.0, distance);
+    Transform::from_translation(focus + offset).looking_at(focus, Vec3::Y)
+}
+
+fn orbit_camera(
+    buttons: Res<ButtonInput<MouseButton>>,
+    motion: Res<AccumulatedMouseMotion>,
+    scroll: Res<AccumulatedMouseScroll>,
+    mut cameras: Query<(&mut OrbitCamera, &mut Transform)>,
+) {
+    for (mut orbit, mut transform) in &mut cameras {
+        if buttons.pressed(MouseButton::Left) {
+            orbit.yaw -= motion.delta.x * 0.005;
+            orbit.pitch = (orbit.pitch + motion.delta.y * 0.005).clamp(-0.2, 1.45);
+        }
+        orbit.distance = (orbit.distance * (1.0 - scroll.delta.y * 0.1)).clamp(1.0, 50.0);
+        *transform = orbit_transform(orbit.focus, orbit.yaw, orbit.pitch, orbit.distance);
+    }
+}
+
+/// `P` pauses and resumes; `S` advances one fixed step while paused.
+fn pause_and_step(keys: Res<ButtonInput<KeyCode>>, mut config: ResMut<DeformableConfig>) {
+    if keys.just_pressed(KeyCode::KeyP) {
+        config.paused = !config.paused;
+    }
+    if config.paused && keys.just_pressed(KeyCode::KeyS) {
+        config.single_step = true;
+    }
+}
+
+/// Counts frames; then requests the screenshot (if any), waits for the file, and exits.
+fn run_headless(
+    mut commands: Commands,
+    mut headless: ResMut<Headless>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    headless.frame += 1;
+    if headless.frame < headless.frames {
+        return;
+    }
+    let Some(path) = headless.screenshot.clone() else {
+        exit.write(AppExit::Success);
+        return;
+    };
+    if !headless.requested {
+        headless.requested = true;
+        let _ = std::fs::remove_file(&path);
+        commands
+            .spawn(Screenshot::primary_window())
+            .observe(save_to_disk(path));
+    } else if std::path::Path::new(&path).exists() {
+        exit.write(AppExit::Success);
+    } else if headless.frame > headless.frames + 600 {
+        error!("the screenshot {path} was never written");
+        exit.write(AppExit::error());
+    }
+}

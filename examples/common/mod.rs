@@ -80,6 +80,9 @@ struct Headless {
     screenshot: Option<String>,
     frame: u32,
     requested: bool,
+    /// For the closing report: when frame 10 ended, and the sum of step times (ms) since.
+    started: Option<std::time::Instant>,
+    step_ms: f64,
 }
 
 impl Plugin for ExampleScene {
@@ -94,6 +97,8 @@ impl Plugin for ExampleScene {
                 screenshot,
                 frame: 0,
                 requested: false,
+                started: None,
+                step_ms: 0.0,
             })
             .insert_resource(TimeUpdateStrategy::ManualDuration(Duration::from_secs_f64(
                 1.0 / 60.0,
@@ -192,10 +197,34 @@ fn run_headless(
     mut commands: Commands,
     mut headless: ResMut<Headless>,
     mut exit: MessageWriter<AppExit>,
+    stats: Res<DeformableDiagnostics>,
+    bodies: Query<&DeformableState>,
 ) {
     headless.frame += 1;
+    // The first frames include start-up (pipeline compilation): measure from frame 10 on.
+    // (Wall time from `Instant`: in this mode `Time<Real>` advances by the fixed 1/60 s too.)
+    if headless.frame == 10 {
+        headless.started = Some(std::time::Instant::now());
+    } else if headless.frame > 10 && headless.frame <= headless.frames {
+        headless.step_ms += stats.step_ms;
+    }
     if headless.frame < headless.frames {
         return;
+    }
+    if headless.frame == headless.frames {
+        let measured = headless.frames.saturating_sub(10).max(1) as f64;
+        let vertices: usize = bodies.iter().map(|b| b.vertex_count()).sum();
+        info!(
+            "headless run: {:.1} frames/s, simulation {:.2} ms per fixed step (mean of frames \
+             11..{}), {} bodies, {vertices} simulated vertices",
+            measured
+                / headless
+                    .started
+                    .map_or(f64::INFINITY, |t| t.elapsed().as_secs_f64()),
+            headless.step_ms / measured,
+            headless.frames,
+            bodies.iter().count(),
+        );
     }
     let Some(path) = headless.screenshot.clone() else {
         exit.write(AppExit::Success);

@@ -24,7 +24,7 @@ fn main() {
     let scene = common::ExampleScene {
         focus: Vec3::new(0.0, 1.5, 0.0),
         distance: 6.0,
-        pitch: 0.2,
+        pitch: 0.3,
         ..default()
     };
     common::example_app("hanging", scene)

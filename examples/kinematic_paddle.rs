@@ -16,8 +16,8 @@ use bevy_deformable::sim;
 /// Half extents of the paddle (m).
 const PADDLE: Vec3 = Vec3::new(0.08, 0.35, 1.0);
 /// Amplitude (m) and period (s) of its sweep along x.
-const SWEEP: f32 = 2.0;
-const PERIOD: f32 = 6.0;
+const SWEEP: f32 = 1.5;
+const PERIOD: f32 = 10.0;
 
 #[derive(Component)]
 struct Paddle;

@@ -24,7 +24,7 @@ struct Paddle;
 
 fn main() {
     let scene = common::ExampleScene {
-        distance: 6.5,
+        distance: 4.5,
         yaw: 0.2,
         pitch: 0.5,
         ..default()

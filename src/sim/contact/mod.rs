@@ -9,11 +9,16 @@
 //!    deepest so the most dangerous penetration is always resolved, deterministically). Unlike
 //!    the paper, a vertex may keep one row per obstacle, up to three (floor and wall of a room's
 //!    corner): dropping one of them let a jelly thrown into a corner sink 3 cm into the wall.
+//! 4. [`broadphase`]: per-body BVHs over proxies and boundary triangles, refitted each step,
+//!    giving sorted (proxy, triangle) candidate pairs between bodies (and within one, for
+//!    self-collision). Not yet wired into the step: soft-soft rows are the next part of the work.
 
+pub mod broadphase;
 pub mod constraints;
 pub mod narrowphase;
 pub mod obstacle;
 
+pub use broadphase::{BodyBvh, candidate_pairs};
 pub use constraints::{DecoupledRows, build_rows};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};

@@ -2,7 +2,8 @@
 //!
 //! 1. [`obstacle`]: parry3d shapes with a pose and a velocity; closest point, normal and depth.
 //! 2. [`narrowphase`]: every collision proxy of a body (surface vertices by default) against the
-//!    obstacles whose bounds it may touch, at the predicted positions.
+//!    obstacles whose bounds it may touch: speculatively from the start of the step along the
+//!    predicted motion, then re-checked at the iterates.
 //! 3. [`constraints`]: contacts become rows `n'(sum_k w_k x_k - p) >= 0` (eq. (8) of
 //!    `mprgp-collision-qp.txt`); *collision decoupling* keeps rows vertex-disjoint, deepest
 //!    first, so `J J'` is (block) diagonal (section 5 of that paper picks at random; we pick the

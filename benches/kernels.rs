@@ -1,11 +1,13 @@
 //! Micro-benchmarks of the kernels inside one PD step: signed SVD, the local step, the global
-//! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes.
+//! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes;
+//! and the soft-soft broadphase (BVH refit and candidate pairs) against surface triangle count.
 //!
 //! `cargo bench --bench kernels` prints a table (medians over repeated runs).
 
 use std::hint::black_box;
 use std::time::Instant;
 
+use bevy_deformable::sim::contact::{BodyBvh, candidate_pairs};
 use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
 use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
@@ -110,6 +112,66 @@ fn main() {
             matvec,
             solve,
             build_ms
+        );
+    }
+    broadphase_table();
+}
+
+/// Two lattice spheres pressed into each other: refit both bodies' BVHs to the deformed
+/// positions, then collect the (proxy, triangle) candidate pairs both ways.
+fn broadphase_table() {
+    println!(
+        "\n{:>10} {:>10} {:>12} {:>12} {:>10}",
+        "triangles", "proxies", "refit ms", "pairs ms", "pairs"
+    );
+    for res in [8usize, 16, 32] {
+        let mesh = TetMesh::sphere(0.5, res);
+        let surface = mesh.surface_vertices();
+        let triangles = mesh.surface_triangles();
+        let wobble =
+            |p: &Vec3, phase: f64| p + 0.02 * Vec3::new((9.0 * p.y + phase).sin(), 0.0, 0.0);
+        let a: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| wobble(p, 0.0))
+            .collect();
+        let b: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| wobble(p, 1.0) + Vec3::new(0.9, 0.0, 0.0))
+            .collect();
+        let proxies =
+            |x: &[Vec3]| -> Vec<Vec3> { surface.iter().map(|&v| x[v as usize]).collect() };
+        let (pa, pb) = (proxies(&a), proxies(&b));
+        let (mut bvh_a, mut bvh_b) = (BodyBvh::default(), BodyBvh::default());
+        bvh_a.update(&pa, &a, triangles, 0.01);
+        bvh_b.update(&pb, &b, triangles, 0.01);
+        let reps = 20;
+        let refit = median_ns(
+            || {
+                bvh_a.update(black_box(&pa), &a, triangles, 0.01);
+                bvh_b.update(black_box(&pb), &b, triangles, 0.01);
+            },
+            reps,
+        ) / 1e6;
+        let mut pairs = Vec::new();
+        let mut count = 0;
+        let find = median_ns(
+            || {
+                candidate_pairs(&bvh_a, &bvh_b, &mut pairs);
+                count = pairs.len();
+                candidate_pairs(&bvh_b, &bvh_a, &mut pairs);
+                count += pairs.len();
+            },
+            reps,
+        ) / 1e6;
+        println!(
+            "{:>10} {:>10} {:>12.3} {:>12.3} {:>10}",
+            2 * triangles.len(),
+            2 * surface.len(),
+            refit,
+            find,
+            count
         );
     }
 }

@@ -13,16 +13,20 @@
 //! 4. [`broadphase`]: per-body BVHs over proxies and boundary triangles, refitted each step,
 //!    giving sorted (proxy, triangle) candidate pairs between bodies (and within one, for
 //!    self-collision), and [`point_triangle`]: the point-triangle constraint of eq. (8) for such a
-//!    pair. Neither is wired into the step yet: coupled soft-soft rows are the next part.
+//!    pair; [`regions`]: constraints split into vertex-disjoint contact regions (union-find,
+//!    deterministic ids) for the friction LCPs. None of these is wired into the step yet:
+//!    coupled soft-soft rows and the region LCP solver are the next part.
 
 pub mod broadphase;
 pub mod constraints;
 pub mod narrowphase;
 pub mod obstacle;
 pub mod point_triangle;
+pub mod regions;
 
 pub use broadphase::{BodyBvh, candidate_pairs};
 pub use constraints::{DecoupledRows, build_rows};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};
 pub use point_triangle::{PointTriangleContact, closest_point_on_triangle, point_triangle_contact};
+pub use regions::ContactRegions;

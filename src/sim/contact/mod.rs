@@ -14,11 +14,13 @@
 //!    giving sorted (proxy, triangle) candidate pairs between bodies (and within one, for
 //!    self-collision), and [`point_triangle`]: the point-triangle constraint of eq. (8) for such a
 //!    pair; [`regions`]: constraints split into vertex-disjoint contact regions (union-find,
-//!    deterministic ids) for the friction LCPs. None of these is wired into the step yet:
-//!    coupled soft-soft rows and the region LCP solver are the next part.
+//!    deterministic ids) for the friction LCPs; [`lcp`]: one region's velocity-level problem
+//!    with Coulomb friction (cone or pyramid) by projected Gauss-Seidel. None of these is wired
+//!    into the step yet: coupled soft-soft rows are the next part.
 
 pub mod broadphase;
 pub mod constraints;
+pub mod lcp;
 pub mod narrowphase;
 pub mod obstacle;
 pub mod point_triangle;
@@ -26,6 +28,7 @@ pub mod regions;
 
 pub use broadphase::{BodyBvh, candidate_pairs};
 pub use constraints::{DecoupledRows, build_rows};
+pub use lcp::{FrictionModel, PgsSettings, solve_region};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};
 pub use point_triangle::{PointTriangleContact, closest_point_on_triangle, point_triangle_contact};

@@ -30,6 +30,8 @@ pub mod polar;
 pub mod qp;
 pub mod sparse;
 pub mod surface;
+#[cfg(test)]
+mod test_rng;
 pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleShape};

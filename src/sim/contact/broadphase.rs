@@ -128,18 +128,10 @@ pub fn candidate_pairs(a: &BodyBvh, b: &BodyBvh, out: &mut Vec<(u32, u32)>) {
 mod tests {
     use super::*;
 
-    /// A small deterministic generator (xorshift) for random scenes.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn point(&mut self, scale: f64) -> Vec3 {
-            Vec3::new(self.next(), self.next(), self.next()) * scale
-        }
+    use crate::sim::test_rng::Rng;
+
+    fn point(rng: &mut Rng, scale: f64) -> Vec3 {
+        Vec3::new(rng.unit(), rng.unit(), rng.unit()) * scale
     }
 
     fn brute_force(
@@ -166,15 +158,15 @@ mod tests {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         for scene in 0..12 {
             let n = 40 + 20 * scene;
-            let x: Vec<Vec3> = (0..n).map(|_| rng.point(2.0)).collect();
+            let x: Vec<Vec3> = (0..n).map(|_| point(&mut rng, 2.0)).collect();
             let triangles: Vec<[u32; 3]> = (0..n)
                 .map(|_| {
-                    let a = (rng.next() * n as f64) as u32 % n as u32;
-                    let near = |r: &mut Rng| (a + 1 + (r.next() * 5.0) as u32) % n as u32;
+                    let a = (rng.unit() * n as f64) as u32 % n as u32;
+                    let near = |r: &mut Rng| (a + 1 + (r.unit() * 5.0) as u32) % n as u32;
                     [a, near(&mut rng), near(&mut rng)]
                 })
                 .collect();
-            let points: Vec<Vec3> = (0..n / 2).map(|_| rng.point(2.0)).collect();
+            let points: Vec<Vec3> = (0..n / 2).map(|_| point(&mut rng, 2.0)).collect();
             let margin = 0.05;
             let (mut a, mut b) = (BodyBvh::default(), BodyBvh::default());
             a.update(&points, &x, &[], margin);
@@ -186,9 +178,10 @@ mod tests {
             for step in 0..3 {
                 let moved: Vec<Vec3> = x
                     .iter()
-                    .map(|p| p + rng.point(0.3) * (step + 1) as f64)
+                    .map(|p| p + point(&mut rng, 0.3) * (step + 1) as f64)
                     .collect();
-                let moved_points: Vec<Vec3> = points.iter().map(|p| p + rng.point(0.3)).collect();
+                let moved_points: Vec<Vec3> =
+                    points.iter().map(|p| p + point(&mut rng, 0.3)).collect();
                 a.update(&moved_points, &moved, &[], margin);
                 b.update(&[], &moved, &triangles, margin);
                 candidate_pairs(&a, &b, &mut pairs);

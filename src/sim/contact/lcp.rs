@@ -98,7 +98,7 @@ pub fn solve_region(
         sweeps += 1;
         let mut change = 0.0f64;
         let mut largest = 0.0f64;
-        for c in 0..m {
+        for (c, &friction) in mu.iter().enumerate() {
             let (i, j, k) = (3 * c, 3 * c + 1, 3 * c + 2);
             // Normal.
             let old = [lambda[i], lambda[j], lambda[k]];
@@ -111,7 +111,7 @@ pub fn solve_region(
             // Friction: a gradient step scaled by the largest eigenvalue of the 2x2 block, then
             // the projection. A scalar step (rather than the block inverse) makes the fixed point
             // the Coulomb law: on the cone's rim the impulse is anti-parallel to the slip.
-            let radius = mu[c].max(0.0) * lambda[i];
+            let radius = friction.max(0.0) * lambda[i];
             let (a11, a12, a22) = (at(j, j), at(j, k), at(k, k));
             let half_gap = 0.5 * (a11 - a22);
             let largest_eigenvalue = 0.5 * (a11 + a22) + (half_gap * half_gap + a12 * a12).sqrt();
@@ -150,24 +150,16 @@ mod tests {
     use super::*;
     use nalgebra::{DMatrix, DVector};
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        }
-    }
+    use crate::sim::test_rng::Rng;
 
     /// A random well-posed region: `W = J M^-1 J'` with random contact Jacobians on a few
     /// particles, and free velocities mostly approaching.
     fn region(rng: &mut Rng, m: usize) -> (DMatrix<f64>, DVector<f64>, Vec<f64>) {
         let dofs = 3 * (m + 2);
-        let j = DMatrix::from_fn(3 * m, dofs, |_, _| rng.next());
+        let j = DMatrix::from_fn(3 * m, dofs, |_, _| rng.signed());
         let inv_mass = DMatrix::from_fn(dofs, dofs, |r, c| {
             if r == c {
-                0.5 + 0.5 * rng.next().abs()
+                0.5 + 0.5 * rng.signed().abs()
             } else {
                 0.0
             }
@@ -175,12 +167,12 @@ mod tests {
         let w = &j * inv_mass * j.transpose() + DMatrix::identity(3 * m, 3 * m) * 1e-3;
         let b = DVector::from_fn(3 * m, |r, _| {
             if r % 3 == 0 {
-                rng.next() - 0.5
+                rng.signed() - 0.5
             } else {
-                rng.next()
+                rng.signed()
             }
         });
-        let mu = (0..m).map(|_| 0.2 + 0.6 * rng.next().abs()).collect();
+        let mu = (0..m).map(|_| 0.2 + 0.6 * rng.signed().abs()).collect();
         (w, b, mu)
     }
 

@@ -122,17 +122,10 @@ pub fn point_triangle_contact(
 mod tests {
     use super::*;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> f64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        }
-        fn point(&mut self) -> Vec3 {
-            Vec3::new(self.next(), self.next(), self.next())
-        }
+    use crate::sim::test_rng::Rng;
+
+    fn point(rng: &mut Rng) -> Vec3 {
+        Vec3::new(rng.signed(), rng.signed(), rng.signed())
     }
 
     /// The closest point found by dense sampling of the triangle's barycentric domain.
@@ -153,8 +146,8 @@ mod tests {
     fn the_closest_point_matches_dense_sampling_in_every_region() {
         let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         for _ in 0..300 {
-            let (a, b, c) = (rng.point(), rng.point(), rng.point());
-            let p = rng.point() * 1.5;
+            let (a, b, c) = (point(&mut rng), point(&mut rng), point(&mut rng));
+            let p = point(&mut rng) * 1.5;
             let (w, q) = closest_point_on_triangle(&p, &a, &b, &c);
             assert!(w.iter().all(|&x| x >= -1e-12), "{w:?}");
             assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-12);

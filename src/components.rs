@@ -249,6 +249,8 @@ pub struct DeformableState {
     pub(crate) centre_current: Vec3,
     /// Fixed steps recorded since the body was created.
     pub(crate) steps_recorded: u64,
+    /// The world did not step (paused): the previous points were set to the current ones.
+    pub(crate) holding: bool,
     /// The (step, blend factor) last written to the render mesh; nothing is rewritten while
     /// neither changes (a paused game uploads no meshes).
     pub(crate) drawn: Option<(u64, f32)>,

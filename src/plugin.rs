@@ -660,10 +660,18 @@ fn record_render_points(world: Res<DeformableWorld>, mut bodies: Query<&mut Defo
         let state = &mut *state;
         let Some(h) = state.handle else { continue };
         // A body created this frame is recorded once even before its first step, so it is drawn
-        // at its spawn pose rather than not at all.
+        // at its spawn pose rather than not at all. While the world does not step (paused), the
+        // previous points become the current ones, so the blend shows the last step steadily.
         if !world.stepped && state.steps_recorded > 0 {
+            if !state.holding {
+                state.holding = true;
+                state.render_previous.clone_from(&state.render_current);
+                state.centre_previous = state.centre_current;
+                state.drawn = None;
+            }
             continue;
         }
+        state.holding = false;
         let Ok(x) = world.world.positions(h) else {
             continue;
         };

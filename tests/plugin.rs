@@ -616,6 +616,26 @@ fn pausing_stops_the_world_and_single_step_advances_it_once() {
     assert!(!app.world().resource::<DeformableConfig>().single_step);
     app.update();
     assert_eq!(positions(&app, body), stepped, "only one step");
+    // While paused the drawing holds the last step, whatever the overstep.
+    let fixed = app.world().resource::<Time<Fixed>>().timestep();
+    app.insert_resource(TimeUpdateStrategy::ManualDuration(fixed.mul_f64(0.7)));
+    let tet = TetMesh::cuboid(sim::Vec3::repeat(0.2), 3);
+    for _ in 0..4 {
+        app.update();
+        let origin = app.world().get::<Transform>(body).unwrap().translation;
+        let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
+        let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
+        let Some(VertexAttributeValues::Float32x3(rendered)) =
+            mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+        else {
+            panic!("no positions");
+        };
+        for (r, &v) in rendered.iter().zip(tet.surface_vertices()) {
+            let got = Vec3::from_array(*r) + origin;
+            let got = sim::Vec3::new(got.x as f64, got.y as f64, got.z as f64);
+            assert!((got - stepped[v as usize]).norm() < 1e-5);
+        }
+    }
 }
 
 #[test]

@@ -24,12 +24,12 @@
 //! }
 //! ```
 
-use bevy::asset::RenderAssetUsages;
-use bevy::mesh::{Indices, Mesh, PrimitiveTopology, VertexAttributeValues};
+use bevy::mesh::{Mesh, PrimitiveTopology, VertexAttributeValues};
 use thiserror::Error;
 
 use crate::components::DeformableBody;
 use crate::convert::to_bevy;
+use crate::render;
 use crate::sim::{MeshError, SurfaceError, TetMesh, TriangleSurface, Vec3};
 
 /// Why a Bevy [`Mesh`] cannot be turned into a [`TriangleSurface`].
@@ -55,15 +55,7 @@ pub fn mesh_from_surface(surface: &TriangleSurface) -> Mesh {
         .map(|p| to_bevy(p).to_array())
         .collect();
     let indices: Vec<u32> = surface.triangles().iter().flatten().copied().collect();
-    let mut mesh = Mesh::new(
-        PrimitiveTopology::TriangleList,
-        RenderAssetUsages::default(),
-    );
-    mesh.insert_attribute(Mesh::ATTRIBUTE_POSITION, positions);
-    mesh.insert_indices(Indices::U32(indices));
-    // Area-weighted: see `render::write_interpolated` for why not angle-weighted.
-    mesh.compute_area_weighted_normals();
-    mesh
+    render::triangle_mesh(positions, indices)
 }
 
 /// The closed surface of a triangle-list render mesh (vertices split along UV seams are welded
@@ -109,6 +101,7 @@ pub fn enclosing_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bevy::asset::RenderAssetUsages;
     use bevy::math::primitives::{Cuboid, Sphere};
     use bevy::mesh::{MeshBuilder, Meshable};
 

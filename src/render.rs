@@ -33,15 +33,21 @@ pub(crate) fn surface_mesh(mesh: &sim::TetMesh) -> (Mesh, Vec<EmbeddedPoint>) {
         .iter()
         .map(|&v| to_bevy(&mesh.rest_positions()[v as usize]).to_array())
         .collect();
-    let mut render = Mesh::new(
+    let points = surface.iter().map(|&v| EmbeddedPoint::vertex(v)).collect();
+    (triangle_mesh(positions, indices), points)
+}
+
+/// An indexed triangle-list mesh with area-weighted normals, kept in both worlds so the plugin
+/// can rewrite its positions (see [`write_interpolated`] for why not angle-weighted normals).
+pub(crate) fn triangle_mesh(positions: Vec<[f32; 3]>, indices: Vec<u32>) -> Mesh {
+    let mut mesh = Mesh::new(
         PrimitiveTopology::TriangleList,
         RenderAssetUsages::default(),
     );
-    render.insert_attribute(Mesh::ATTRIBUTE_POSITION, positions);
-    render.insert_indices(Indices::U32(indices));
-    render.compute_area_weighted_normals();
-    let points = surface.iter().map(|&v| EmbeddedPoint::vertex(v)).collect();
-    (render, points)
+    mesh.insert_attribute(Mesh::ATTRIBUTE_POSITION, positions);
+    mesh.insert_indices(Indices::U32(indices));
+    mesh.compute_area_weighted_normals();
+    mesh
 }
 
 /// The positions of a render mesh (m, in its own frame), if it has any.

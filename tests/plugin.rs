@@ -65,6 +65,21 @@ fn positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
         .to_vec()
 }
 
+/// Where a body's render mesh is drawn (m, world): its positions plus the body's `Transform`.
+fn drawn(app: &App, body: Entity) -> Vec<Vec3> {
+    let origin = app.world().get::<Transform>(body).unwrap().translation;
+    let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
+    let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
+    let Some(VertexAttributeValues::Float32x3(rendered)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("no positions");
+    };
+    rendered
+        .iter()
+        .map(|r| Vec3::from_array(*r) + origin)
+        .collect()
+}
+
 fn lowest(p: &[sim::Vec3]) -> f64 {
     p.iter().map(|v| v.y).fold(f64::INFINITY, f64::min)
 }
@@ -354,7 +369,6 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
         app.update();
     }
     let x = positions(&app, body);
-    let origin = app.world().get::<Transform>(body).unwrap().translation;
     // The body deforms its own copy; the game's mesh asset is left as it was.
     let own = app.world().get::<Mesh3d>(body).unwrap().0.clone();
     assert_ne!(own, handle);
@@ -369,17 +383,9 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
     for (a, p0) in original.iter().zip(&rest) {
         assert_eq!(*a, [p0.x as f32, p0.y as f32, p0.z as f32]);
     }
-    let Some(VertexAttributeValues::Float32x3(rendered)) = meshes
-        .get(&own)
-        .unwrap()
-        .attribute(Mesh::ATTRIBUTE_POSITION)
-    else {
-        panic!("no positions");
-    };
     let mut moved = 0.0f64;
-    for ((r, e), p0) in rendered.iter().zip(&embedding).zip(&rest) {
+    for ((got, e), p0) in drawn(&app, body).iter().zip(&embedding).zip(&rest) {
         let expected = e.position(&x);
-        let got = Vec3::from_array(*r) + origin;
         let got = sim::Vec3::new(got.x as f64, got.y as f64, got.z as f64);
         assert!((got - expected).norm() < 1e-5, "{got:?} vs {expected:?}");
         moved = moved.max((got - (p0 + sim::Vec3::new(0.0, 0.5, 0.0))).norm());
@@ -543,18 +549,9 @@ fn rendering_blends_the_last_two_steps_by_the_overstep() {
             blended_frames += 1;
         }
         let (before, last) = (&log[log.len() - 2], &log[log.len() - 1]);
-        let origin = app.world().get::<Transform>(body).unwrap().translation;
-        let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
-        let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
-        let Some(VertexAttributeValues::Float32x3(rendered)) =
-            mesh.attribute(Mesh::ATTRIBUTE_POSITION)
-        else {
-            panic!("no positions");
-        };
-        for (r, &v) in rendered.iter().zip(tet.surface_vertices()) {
+        for (got, &v) in drawn(&app, body).iter().zip(tet.surface_vertices()) {
             let v = v as usize;
             let expected = before[v] + alpha * (last[v] - before[v]);
-            let got = Vec3::from_array(*r) + origin;
             let got = sim::Vec3::new(got.x as f64, got.y as f64, got.z as f64);
             assert!(
                 (got - expected).norm() < 1e-5,
@@ -622,16 +619,7 @@ fn pausing_stops_the_world_and_single_step_advances_it_once() {
     let tet = TetMesh::cuboid(sim::Vec3::repeat(0.2), 3);
     for _ in 0..4 {
         app.update();
-        let origin = app.world().get::<Transform>(body).unwrap().translation;
-        let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
-        let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
-        let Some(VertexAttributeValues::Float32x3(rendered)) =
-            mesh.attribute(Mesh::ATTRIBUTE_POSITION)
-        else {
-            panic!("no positions");
-        };
-        for (r, &v) in rendered.iter().zip(tet.surface_vertices()) {
-            let got = Vec3::from_array(*r) + origin;
+        for (got, &v) in drawn(&app, body).iter().zip(tet.surface_vertices()) {
             let got = sim::Vec3::new(got.x as f64, got.y as f64, got.z as f64);
             assert!((got - stepped[v as usize]).norm() < 1e-5);
         }
@@ -661,17 +649,10 @@ fn an_enclosed_bunny_is_drawn_exactly_at_rest() {
     for _ in 0..2 {
         app.update();
     }
-    let origin = app.world().get::<Transform>(body).unwrap().translation;
-    let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
-    let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
-    let Some(VertexAttributeValues::Float32x3(rendered)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION)
-    else {
-        panic!("no positions");
-    };
     let mut worst = 0.0f32;
-    for (r, p) in rendered.iter().zip(surface.positions()) {
+    for (got, p) in drawn(&app, body).iter().zip(surface.positions()) {
         let expected = at.transform_point(Vec3::new(p.x as f32, p.y as f32, p.z as f32));
-        worst = worst.max((Vec3::from_array(*r) + origin - expected).length());
+        worst = worst.max((*got - expected).length());
     }
     assert!(
         worst < 1e-3,

@@ -3,9 +3,10 @@
 //! | component | what |
 //! | --- | --- |
 //! | [`DeformableBody`] | a tet mesh that becomes a soft body; brings [`SoftMaterial`] and [`Transform`] |
-//! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, friction; editable at run time |
+//! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, friction, restitution; editable at run time |
 //! | [`CollisionProxy`] | which points of the body collide (surface vertices by default) |
 //! | [`Obstacle`] | a static or moving collider following the entity's `GlobalTransform` |
+//! | [`InitialVelocity`] | the velocity a body starts with |
 //! | [`Pin`] | vertices held in place where they are when the body is created |
 //! | [`Attachment`] | vertices tied by zero-rest-length springs to another entity's transform |
 //! | [`DeformableState`] | read-only: the body's state in the simulation (owned by the plugin) |
@@ -89,8 +90,54 @@ pub struct SoftMaterial {
     pub density: f32,
     /// Deformation damping rate (1/s), >= 0. Default: 1.
     pub damping: f32,
-    /// Coulomb friction coefficient against obstacles, >= 0. Default: 0.8.
+    /// Coulomb friction coefficient, >= 0, combined with the other side's by the combine rules
+    /// (against obstacles and other bodies). Default: 0.8.
     pub friction: f32,
+    /// Restitution coefficient in [0, 1]: the share of an impact's approach speed given back
+    /// (above [`crate::DeformableConfig::restitution_threshold`]); the body's own elastic rebound
+    /// comes on top. Default: 0.
+    pub restitution: f32,
+    /// How friction combines with the other side's. Default: average.
+    pub friction_combine: CombineRule,
+    /// How restitution combines with the other side's. Default: average.
+    pub restitution_combine: CombineRule,
+}
+
+/// How the friction or restitution of two touching surfaces combine, as in Rapier and PhysX: of
+/// the two sides' rules the one with the higher priority (`Max` > `Multiply` > `Min` >
+/// `Average`) decides.
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CombineRule {
+    /// `(a + b) / 2`. Default.
+    #[default]
+    Average,
+    /// `min(a, b)`.
+    Min,
+    /// `a * b`.
+    Multiply,
+    /// `max(a, b)`.
+    Max,
+}
+
+impl CombineRule {
+    const fn from_sim(r: sim::CombineRule) -> Self {
+        match r {
+            sim::CombineRule::Average => Self::Average,
+            sim::CombineRule::Min => Self::Min,
+            sim::CombineRule::Multiply => Self::Multiply,
+            sim::CombineRule::Max => Self::Max,
+        }
+    }
+
+    /// The core's rule.
+    pub const fn to_sim(self) -> sim::CombineRule {
+        match self {
+            Self::Average => sim::CombineRule::Average,
+            Self::Min => sim::CombineRule::Min,
+            Self::Multiply => sim::CombineRule::Multiply,
+            Self::Max => sim::CombineRule::Max,
+        }
+    }
 }
 
 impl Default for SoftMaterial {
@@ -107,6 +154,9 @@ impl SoftMaterial {
             density: m.density as f32,
             damping: m.damping as f32,
             friction: m.friction as f32,
+            restitution: m.restitution as f32,
+            friction_combine: CombineRule::from_sim(m.friction_combine),
+            restitution_combine: CombineRule::from_sim(m.restitution_combine),
         }
     }
 
@@ -127,6 +177,9 @@ impl SoftMaterial {
             density: self.density as f64,
             damping: self.damping as f64,
             friction: self.friction as f64,
+            restitution: self.restitution as f64,
+            friction_combine: self.friction_combine.to_sim(),
+            restitution_combine: self.restitution_combine.to_sim(),
             strain_limits: None,
         }
     }
@@ -140,6 +193,12 @@ impl SoftMaterial {
     /// Builder: Young's modulus (Pa).
     pub const fn with_youngs_modulus(mut self, pascals: f32) -> Self {
         self.youngs_modulus = pascals;
+        self
+    }
+
+    /// Builder: restitution coefficient in [0, 1].
+    pub const fn with_restitution(mut self, restitution: f32) -> Self {
+        self.restitution = restitution;
         self
     }
 }
@@ -164,8 +223,14 @@ pub enum CollisionProxy {
 pub struct Obstacle {
     /// The shape, in the entity's frame.
     pub shape: sim::ObstacleShape,
-    /// Coulomb friction coefficient, combined with the body's by the geometric mean. Default 0.5.
+    /// Coulomb friction coefficient, combined with the body's by the combine rules. Default 0.5.
     pub friction: f32,
+    /// Restitution coefficient in [0, 1]. Default 0.
+    pub restitution: f32,
+    /// How friction combines with the body's. Default: average.
+    pub friction_combine: CombineRule,
+    /// How restitution combines with the body's. Default: average.
+    pub restitution_combine: CombineRule,
 }
 
 impl Obstacle {
@@ -174,6 +239,9 @@ impl Obstacle {
         Self {
             shape,
             friction: 0.5,
+            restitution: 0.0,
+            friction_combine: CombineRule::Average,
+            restitution_combine: CombineRule::Average,
         }
     }
 
@@ -211,7 +279,36 @@ impl Obstacle {
         self.friction = friction;
         self
     }
+
+    /// Builder: restitution coefficient in [0, 1].
+    pub fn with_restitution(mut self, restitution: f32) -> Self {
+        self.restitution = restitution;
+        self
+    }
+
+    /// The core's obstacle for this component at a pose.
+    pub(crate) fn to_sim(
+        &self,
+        position: sim::Vec3,
+        rotation: nalgebra::UnitQuaternion<f64>,
+    ) -> Result<sim::Obstacle, sim::contact::ObstacleError> {
+        Ok(sim::Obstacle::new(self.shape.clone())?
+            .with_position(position)
+            .with_rotation(rotation)
+            .with_friction(self.friction as f64)
+            .with_restitution(self.restitution as f64)
+            .with_combine_rules(
+                self.friction_combine.to_sim(),
+                self.restitution_combine.to_sim(),
+            ))
+    }
 }
+
+/// The velocity (m/s) every vertex of a body starts with when the body is created (a thrown
+/// ball). Later edits have no effect.
+#[derive(Component, Reflect, Debug, Clone, Copy, Default, PartialEq)]
+#[reflect(Component, Default)]
+pub struct InitialVelocity(pub Vec3);
 
 /// Vertices of the body held exactly where they are when the body is created.
 #[derive(Component, Debug, Clone, Default)]

@@ -14,6 +14,12 @@ pub const MPRGP_ITERATIONS: DiagnosticPath =
 pub const CONSTRAINTS: DiagnosticPath = DiagnosticPath::const_new("deformable/constraints");
 /// Relative KKT residual of the last step's contact QPs.
 pub const KKT_RESIDUAL: DiagnosticPath = DiagnosticPath::const_new("deformable/kkt_residual");
+/// Contact regions of the last step's velocity LCP.
+pub const CONTACT_REGIONS: DiagnosticPath = DiagnosticPath::const_new("deformable/contact_regions");
+/// LCP iterations (projected CG plus Gauss-Seidel sweeps, summed over regions) of the last step.
+pub const LCP_ITERATIONS: DiagnosticPath = DiagnosticPath::const_new("deformable/lcp_iterations");
+/// Largest natural-map residual (m/s) of the last step's contact LCP.
+pub const LCP_RESIDUAL: DiagnosticPath = DiagnosticPath::const_new("deformable/lcp_residual");
 
 /// What the last fixed step did (the latest [`StepReport`] in Reflect-friendly form).
 #[derive(Resource, Reflect, Debug, Clone, Default, PartialEq)]
@@ -25,8 +31,10 @@ pub struct DeformableDiagnostics {
     pub local_ms: f64,
     /// Time in PD global steps and MPRGP, summed over bodies (ms).
     pub global_ms: f64,
-    /// Time in contact detection and response, summed over bodies (ms).
+    /// Time in contact detection and the velocity update, summed over bodies (ms).
     pub contact_ms: f64,
+    /// Time in the velocity-level contact LCP: restitution and friction (ms).
+    pub lcp_ms: f64,
     /// Time refactoring after edits (ms).
     pub refactor_ms: f64,
     /// PD iterations, summed over bodies.
@@ -41,8 +49,22 @@ pub struct DeformableDiagnostics {
     pub active_constraints: usize,
     /// Largest relative KKT residual of the contact QPs.
     pub kkt_residual: f64,
-    /// Deepest penetration of a proxy into an obstacle (m).
+    /// Deepest penetration (m): a proxy into an obstacle, or a surface vertex into a body.
     pub max_penetration: f64,
+    /// Soft-soft contacts (vertex against triangle, self-collisions included).
+    pub soft_contacts: usize,
+    /// Islands: groups of touching bodies solved together (a lone body is one).
+    pub islands: usize,
+    /// Bodies in the largest island.
+    pub largest_island: usize,
+    /// Contact regions of the velocity LCP.
+    pub contact_regions: usize,
+    /// Contacts in the largest region.
+    pub largest_region: usize,
+    /// LCP iterations: projected CG plus Gauss-Seidel sweeps, summed over regions.
+    pub lcp_iterations: usize,
+    /// Largest natural-map residual of the LCP (m/s).
+    pub lcp_residual: f64,
     /// Bodies simulated.
     pub bodies: usize,
     /// Bodies frozen so far.
@@ -64,6 +86,14 @@ impl DeformableDiagnostics {
         self.active_constraints = r.active_constraints;
         self.kkt_residual = r.kkt_residual;
         self.max_penetration = r.max_penetration;
+        self.lcp_ms = ms(r.timings.lcp);
+        self.soft_contacts = r.soft_contacts;
+        self.islands = r.islands;
+        self.largest_island = r.largest_island;
+        self.contact_regions = r.lcp.regions;
+        self.largest_region = r.lcp.largest_region;
+        self.lcp_iterations = r.lcp.cg_iterations + r.lcp.gs_sweeps;
+        self.lcp_residual = r.lcp.residual;
         self.frozen_bodies += r.frozen.len();
     }
 }

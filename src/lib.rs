@@ -1,7 +1,8 @@
 //! # bevy_deformable
 //!
 //! Volumetric soft bodies for Bevy: tetrahedral meshes simulated with Projective Dynamics,
-//! contact with obstacles solved as quadratic programs by MPRGP, and friction.
+//! contact with obstacles and between bodies solved as quadratic programs by MPRGP, and
+//! restitution and Coulomb friction from region-separated contact LCPs.
 //!
 //! - [`sim`]: the simulation core, plain Rust (no Bevy types), usable and tested on its own.
 //! - [`DeformablePlugin`] and the [`components`]: the Bevy integration, a thin layer that copies
@@ -29,13 +30,14 @@ pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, Deformab
 pub mod prelude {
     pub use crate::assets::TetMeshAsset;
     pub use crate::components::{
-        Attachment, CollisionProxy, DeformableBody, DeformableState, Obstacle, Pin, SoftMaterial,
+        Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableState, InitialVelocity,
+        Obstacle, Pin, SoftMaterial,
     };
     pub use crate::diagnostics::DeformableDiagnostics;
     pub use crate::embedding::{enclosing_body, mesh_from_surface, surface_from_mesh};
     pub use crate::messages::{BodyFrozen, ContactEnded, ContactStarted};
     pub use crate::plugin::{
-        DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld,
+        DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, FrictionModel,
     };
     pub use crate::sim::{TetMesh, TriangleSurface};
 }

@@ -42,7 +42,8 @@ use bevy::transform::helper::TransformHelper;
 
 use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
 use crate::components::{
-    Attachment, CollisionProxy, DeformableBody, DeformableState, Obstacle, Pin, SoftMaterial,
+    Attachment, CollisionProxy, DeformableBody, DeformableState, InitialVelocity, Obstacle, Pin,
+    SoftMaterial,
     TetMeshSource,
 };
 use crate::convert::{quat_to_sim, to_bevy, to_sim};
@@ -70,6 +71,18 @@ pub struct DeformableConfig {
     pub contact_margin: f32,
     /// A vertex faster than this (m/s) freezes its body. Default: 100.
     pub max_speed: f32,
+    /// Whether soft bodies collide with each other. Default: true.
+    pub soft_contacts: bool,
+    /// Whether each body collides with itself (costs a self-test per iteration). Default: false.
+    pub self_collision: bool,
+    /// How Coulomb friction bounds the tangential impulse. Default: cone.
+    pub friction_model: FrictionModel,
+    /// Approach speed (m/s) above which restitution applies. Default: 0.5.
+    pub restitution_threshold: f32,
+    /// Projected Gauss-Seidel sweeps at most per contact region. Default: 200.
+    pub lcp_max_sweeps: u32,
+    /// Solve the contact LCP region by region (the default) or as one problem. Default: true.
+    pub separate_regions: bool,
     /// Stops stepping (bodies keep their state). Default: false.
     pub paused: bool,
     /// While paused: run exactly one more fixed step, then clear this flag. Default: false.
@@ -90,6 +103,12 @@ impl Default for DeformableConfig {
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
             contact_margin: w.contact_margin as f32,
             max_speed: w.max_speed as f32,
+            soft_contacts: w.soft_contacts,
+            self_collision: w.self_collision,
+            friction_model: FrictionModel::Cone,
+            restitution_threshold: w.restitution_threshold as f32,
+            lcp_max_sweeps: w.lcp.max_sweeps as u32,
+            separate_regions: w.separate_regions,
             paused: false,
             single_step: false,
             interpolate: true,
@@ -106,7 +125,26 @@ impl DeformableConfig {
         settings.mprgp.max_iterations = self.mprgp_max_iterations as usize;
         settings.contact_margin = self.contact_margin.max(0.0) as f64;
         settings.max_speed = self.max_speed as f64;
+        settings.soft_contacts = self.soft_contacts;
+        settings.self_collision = self.self_collision;
+        settings.lcp.friction = match self.friction_model {
+            FrictionModel::Cone => sim::contact::FrictionModel::Cone,
+            FrictionModel::Pyramid => sim::contact::FrictionModel::Pyramid,
+        };
+        settings.restitution_threshold = self.restitution_threshold.max(0.0) as f64;
+        settings.lcp.max_sweeps = self.lcp_max_sweeps as usize;
+        settings.separate_regions = self.separate_regions;
     }
+}
+
+/// How Coulomb friction bounds the tangential impulse of a contact.
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FrictionModel {
+    /// The isotropic cone `|f_t| <= mu f_n`. Default.
+    #[default]
+    Cone,
+    /// The 4-sided pyramid `|f_t1|, |f_t2| <= mu f_n` (cheaper to solve, anisotropic).
+    Pyramid,
 }
 
 /// The system sets of the fixed step, in order (see the module docs).
@@ -225,6 +263,7 @@ impl Plugin for DeformablePlugin {
             .register_type::<DeformableConfig>()
             .register_type::<DeformableDiagnostics>()
             .register_type::<SoftMaterial>()
+            .register_type::<InitialVelocity>()
             .add_message::<BodyFrozen>()
             .add_message::<ContactStarted>()
             .add_message::<ContactEnded>()
@@ -232,6 +271,9 @@ impl Plugin for DeformablePlugin {
             .register_diagnostic(Diagnostic::new(diagnostics::MPRGP_ITERATIONS))
             .register_diagnostic(Diagnostic::new(diagnostics::CONSTRAINTS))
             .register_diagnostic(Diagnostic::new(diagnostics::KKT_RESIDUAL))
+            .register_diagnostic(Diagnostic::new(diagnostics::CONTACT_REGIONS))
+            .register_diagnostic(Diagnostic::new(diagnostics::LCP_ITERATIONS))
+            .register_diagnostic(Diagnostic::new(diagnostics::LCP_RESIDUAL).with_suffix("m/s"))
             .configure_sets(
                 FixedUpdate,
                 (
@@ -391,12 +433,23 @@ fn create_bodies(
         Option<&Pin>,
         Option<&Attachment>,
         Option<&Mesh3d>,
+        Option<&InitialVelocity>,
         &mut DeformableState,
     )>,
     transforms: TransformHelper,
 ) {
-    for (entity, body, material, proxy, transform, pin, attachment, mesh3d, mut state) in
-        &mut bodies
+    for (
+        entity,
+        body,
+        material,
+        proxy,
+        transform,
+        pin,
+        attachment,
+        mesh3d,
+        initial_velocity,
+        mut state,
+    ) in &mut bodies
     {
         if state.handle.is_some() || state.frozen.is_some() {
             continue;
@@ -450,6 +503,11 @@ fn create_bodies(
             &mut world, mesh, material, proxy, transform, pin, attachment, &mut state,
         ) {
             Ok((h, mesh)) => {
+                if let (Some(v), Ok(velocities)) =
+                    (initial_velocity, world.world.velocities_mut(h))
+                {
+                    velocities.fill(to_sim(v.0));
+                }
                 let points = match render_points {
                     Some((p, copy)) => {
                         let s = to_sim(transform.scale);
@@ -533,12 +591,8 @@ fn sync_obstacles(
             }
             continue;
         }
-        match sim::Obstacle::new(obstacle.shape.clone()) {
+        match obstacle.to_sim(position, rotation) {
             Ok(o) => {
-                let o = o
-                    .with_position(position)
-                    .with_rotation(rotation)
-                    .with_friction(obstacle.friction as f64);
                 let h = world.world.add_obstacle(o);
                 world.obstacle_of.insert(entity, h);
                 world.entity_of_obstacle.insert(h, entity);
@@ -611,6 +665,11 @@ fn step_world(
     });
     diagnostics.add_measurement(&diagnostics::CONSTRAINTS, || report.constraints as f64);
     diagnostics.add_measurement(&diagnostics::KKT_RESIDUAL, || report.kkt_residual);
+    diagnostics.add_measurement(&diagnostics::CONTACT_REGIONS, || report.lcp.regions as f64);
+    diagnostics.add_measurement(&diagnostics::LCP_ITERATIONS, || {
+        (report.lcp.cg_iterations + report.lcp.gs_sweeps) as f64
+    });
+    diagnostics.add_measurement(&diagnostics::LCP_RESIDUAL, || report.lcp.residual);
     let world = &mut *world;
     for (entity, mut state) in &mut bodies {
         let Some(h) = state.handle else { continue };

@@ -51,10 +51,88 @@ pub struct SoftMaterial {
     /// decays like `exp(-damping * t)`; rigid translation and rotation are never damped.
     /// Default: 1.0.
     pub damping: f64,
-    /// Coulomb friction coefficient against obstacles, dimensionless, `>= 0`. Default: 0.5.
+    /// Coulomb friction coefficient, dimensionless, `>= 0`; combined with the other side's by
+    /// [`SoftMaterial::friction_combine`]. Default: 0.8 (rubber).
     pub friction: f64,
+    /// Coefficient of restitution, dimensionless, in `[0, 1]`: the share of the approach speed
+    /// that a contact gives back as separation speed (Newton's rule, applied above
+    /// the world's restitution threshold). Elastic rebound of the soft body comes on top of it.
+    /// Default: 0.
+    pub restitution: f64,
+    /// How this friction is combined with the other side's. Default: [`CombineRule::Average`].
+    pub friction_combine: CombineRule,
+    /// How this restitution is combined with the other side's. Default:
+    /// [`CombineRule::Average`].
+    pub restitution_combine: CombineRule,
     /// Optional strain limits (biphasic material). Default: `None`.
     pub strain_limits: Option<StrainLimits>,
+}
+
+/// How the friction or restitution coefficients of two touching surfaces are combined into the
+/// contact's, as in Rapier and PhysX: of the two sides' rules the one with the higher priority
+/// (`Max` > `Multiply` > `Min` > `Average`) decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum CombineRule {
+    /// `(a + b) / 2`. Default.
+    #[default]
+    Average,
+    /// `min(a, b)`.
+    Min,
+    /// `a * b`.
+    Multiply,
+    /// `max(a, b)`.
+    Max,
+}
+
+/// One side's surface coefficients: what a contact combines with the other side's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SurfaceCoefficients {
+    /// Coulomb friction coefficient, `>= 0`.
+    pub friction: f64,
+    /// Restitution coefficient in `[0, 1]`.
+    pub restitution: f64,
+    /// Rule for friction.
+    pub friction_combine: CombineRule,
+    /// Rule for restitution.
+    pub restitution_combine: CombineRule,
+}
+
+impl Default for SurfaceCoefficients {
+    fn default() -> Self {
+        Self {
+            friction: 0.5,
+            restitution: 0.0,
+            friction_combine: CombineRule::Average,
+            restitution_combine: CombineRule::Average,
+        }
+    }
+}
+
+impl SurfaceCoefficients {
+    /// The contact's `(friction, restitution)` between this side and `other`.
+    pub fn combine(&self, other: &Self) -> (f64, f64) {
+        (
+            self.friction_combine
+                .combine(self.friction, other.friction_combine, other.friction),
+            self.restitution_combine.combine(
+                self.restitution,
+                other.restitution_combine,
+                other.restitution,
+            ),
+        )
+    }
+}
+
+impl CombineRule {
+    /// Combines `a` (with rule `self`) and `b` (with rule `other`).
+    pub fn combine(self, a: f64, other: Self, b: f64) -> f64 {
+        match self.max(other) {
+            Self::Average => 0.5 * (a + b),
+            Self::Min => a.min(b),
+            Self::Multiply => a * b,
+            Self::Max => a.max(b),
+        }
+    }
 }
 
 impl Default for SoftMaterial {
@@ -81,6 +159,9 @@ pub enum MaterialError {
     /// The friction coefficient must be finite and non-negative.
     #[error("friction coefficient must be finite and >= 0, got {0}")]
     Friction(f64),
+    /// The restitution coefficient must lie in `[0, 1]`.
+    #[error("restitution must be finite and in [0, 1], got {0}")]
+    Restitution(f64),
     /// Strain limits need `0 < min <= 1 <= max` and a positive stiffness scale.
     #[error("strain limits need 0 < min <= 1 <= max and stiffness_scale > 0, got {0:?}")]
     StrainLimits(StrainLimits),
@@ -94,6 +175,9 @@ impl SoftMaterial {
         density: 1000.0,
         damping: 0.5,
         friction: 0.4,
+        restitution: 0.0,
+        friction_combine: CombineRule::Average,
+        restitution_combine: CombineRule::Average,
         strain_limits: None,
     };
     /// Rubber-like: E = 2e5 Pa, nu = 0.4, 1100 kg/m^3.
@@ -103,6 +187,9 @@ impl SoftMaterial {
         density: 1100.0,
         damping: 1.0,
         friction: 0.8,
+        restitution: 0.0,
+        friction_combine: CombineRule::Average,
+        restitution_combine: CombineRule::Average,
         strain_limits: None,
     };
     /// Flesh: soft but strain-limited (biphasic), E = 5e4 Pa, nu = 0.45, 1050 kg/m^3.
@@ -112,6 +199,9 @@ impl SoftMaterial {
         density: 1050.0,
         damping: 2.0,
         friction: 0.6,
+        restitution: 0.0,
+        friction_combine: CombineRule::Average,
+        restitution_combine: CombineRule::Average,
         strain_limits: Some(StrainLimits {
             min_stretch: 0.8,
             max_stretch: 1.2,
@@ -125,6 +215,9 @@ impl SoftMaterial {
         density: 200.0,
         damping: 1.0,
         friction: 0.7,
+        restitution: 0.0,
+        friction_combine: CombineRule::Average,
+        restitution_combine: CombineRule::Average,
         strain_limits: None,
     };
 
@@ -150,6 +243,9 @@ impl SoftMaterial {
         if !(self.friction.is_finite() && self.friction >= 0.0) {
             return Err(MaterialError::Friction(self.friction));
         }
+        if !(self.restitution.is_finite() && (0.0..=1.0).contains(&self.restitution)) {
+            return Err(MaterialError::Restitution(self.restitution));
+        }
         if let Some(l) = self.strain_limits {
             let ok = l.min_stretch.is_finite()
                 && l.max_stretch.is_finite()
@@ -163,6 +259,16 @@ impl SoftMaterial {
             }
         }
         Ok(())
+    }
+
+    /// The surface coefficients contacts combine.
+    pub fn surface(&self) -> SurfaceCoefficients {
+        SurfaceCoefficients {
+            friction: self.friction,
+            restitution: self.restitution,
+            friction_combine: self.friction_combine,
+            restitution_combine: self.restitution_combine,
+        }
     }
 
     /// First Lame parameter `mu` (shear modulus), Pa.
@@ -206,6 +312,12 @@ impl SoftMaterial {
         self
     }
 
+    /// Returns a copy with another restitution coefficient.
+    pub const fn with_restitution(mut self, restitution: f64) -> Self {
+        self.restitution = restitution;
+        self
+    }
+
     /// Returns a copy with strain limits (biphasic material).
     pub const fn with_strain_limits(mut self, limits: StrainLimits) -> Self {
         self.strain_limits = Some(limits);
@@ -240,6 +352,16 @@ mod tests {
         ] {
             assert_eq!(m.validate(), Ok(()));
         }
+    }
+
+    #[test]
+    fn combine_rules_follow_their_priority() {
+        use CombineRule::*;
+        assert_eq!(Average.combine(0.2, Average, 0.6), 0.4);
+        assert_eq!(Average.combine(0.2, Min, 0.6), 0.2);
+        assert_eq!(Multiply.combine(0.5, Min, 0.6), 0.3);
+        assert_eq!(Min.combine(0.5, Max, 0.6), 0.6);
+        assert_eq!(Max.combine(0.5, Multiply, 0.6), 0.6);
     }
 
     #[test]
@@ -281,6 +403,10 @@ mod tests {
         assert_eq!(
             m.with_friction(-0.1).validate(),
             Err(MaterialError::Friction(-0.1))
+        );
+        assert_eq!(
+            m.with_restitution(1.5).validate(),
+            Err(MaterialError::Restitution(1.5))
         );
         let bad = StrainLimits {
             min_stretch: 1.1,

@@ -167,6 +167,10 @@ pub struct TetMesh {
     tets: Vec<[u32; 4]>,
     surface: Vec<[u32; 3]>,
     surface_vertices: Vec<u32>,
+    /// Per vertex, the start of its surface neighbours in `ring` (`n + 1` entries).
+    ring_starts: Vec<u32>,
+    /// Surface neighbours (vertices sharing a boundary edge), sorted per vertex.
+    ring: Vec<u32>,
     inv_rest_shape: Vec<Mat3>,
     rest_volumes: Vec<f64>,
     fixes: MeshFixes,
@@ -326,11 +330,14 @@ impl TetMesh {
         let mut surface_vertices: Vec<u32> = surface.iter().flatten().copied().collect();
         surface_vertices.sort_unstable();
         surface_vertices.dedup();
+        let (ring_starts, ring) = surface_rings(rest_positions.len(), &surface);
         Self {
             rest_positions,
             tets,
             surface,
             surface_vertices,
+            ring_starts,
+            ring,
             inv_rest_shape,
             rest_volumes,
             fixes,
@@ -464,6 +471,21 @@ impl TetMesh {
         &self.surface_vertices
     }
 
+    /// The one-ring of vertex `v` on the boundary: the vertices sharing a boundary edge with it,
+    /// sorted (empty for an interior vertex).
+    pub fn surface_ring(&self, v: u32) -> &[u32] {
+        let v = v as usize;
+        &self.ring[self.ring_starts[v] as usize..self.ring_starts[v + 1] as usize]
+    }
+
+    /// Whether a self-collision test of vertex `v` against boundary triangle `t` is meaningless
+    /// because they are neighbours: `v` is a corner of `t` or shares a boundary edge with one.
+    pub fn is_near_triangle(&self, v: u32, t: &[u32; 3]) -> bool {
+        let ring = self.surface_ring(v);
+        t.iter()
+            .any(|&c| c == v || ring.binary_search(&c).is_ok())
+    }
+
     /// Inverse rest shape matrix `D_m^-1` of each tet (1/m).
     pub fn inv_rest_shapes(&self) -> &[Mat3] {
         &self.inv_rest_shape
@@ -510,6 +532,28 @@ impl TetMesh {
     pub fn rest_bounds(&self) -> (Vec3, Vec3) {
         bounds(&self.rest_positions)
     }
+}
+
+/// Per-vertex sorted neighbours along boundary edges, as `(starts, list)`.
+fn surface_rings(n: usize, surface: &[[u32; 3]]) -> (Vec<u32>, Vec<u32>) {
+    let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(6 * surface.len());
+    for t in surface {
+        for k in 0..3 {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            pairs.push((a, b));
+            pairs.push((b, a));
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut starts = vec![0u32; n + 1];
+    for &(a, _) in &pairs {
+        starts[a as usize + 1] += 1;
+    }
+    for i in 0..n {
+        starts[i + 1] += starts[i];
+    }
+    (starts, pairs.into_iter().map(|(_, b)| b).collect())
 }
 
 /// Axis-aligned bounds `(min, max)` of points; `(+inf, -inf)` for none.
@@ -599,6 +643,30 @@ mod tests {
         }
         // D_m^-1 of the unit tet is the identity.
         assert!((m.inv_rest_shapes()[0] - Mat3::identity()).norm() < 1e-15);
+    }
+
+    #[test]
+    fn surface_rings_are_the_boundary_edge_neighbours() {
+        let (p, t) = unit_tet();
+        let m = TetMesh::new(p, t).unwrap();
+        assert_eq!(m.surface_ring(0), &[1, 2, 3]);
+        assert!(m.is_near_triangle(0, &[1, 2, 3]));
+        // A 2x2x2 lattice cube: the centre vertex is interior, a face centre has a ring on its
+        // face only, and a corner is far from the opposite face's triangles.
+        let cube = TetMesh::cuboid(Vec3::repeat(1.0), 2);
+        let x = cube.rest_positions();
+        let find = |q: Vec3| (0..x.len()).find(|&i| (x[i] - q).norm() < 1e-9).unwrap() as u32;
+        assert!(cube.surface_ring(find(Vec3::zeros())).is_empty());
+        let face_centre = find(Vec3::new(0.0, 0.0, 1.0));
+        let ring = cube.surface_ring(face_centre);
+        assert!(!ring.is_empty() && ring.iter().all(|&v| (x[v as usize].z - 1.0).abs() < 1e-9));
+        let corner = find(Vec3::new(-1.0, -1.0, -1.0));
+        for tri in cube.surface_triangles() {
+            let far = tri.iter().all(|&v| x[v as usize].x > 0.5);
+            if far {
+                assert!(!cube.is_near_triangle(corner, tri));
+            }
+        }
     }
 
     #[test]

@@ -36,8 +36,10 @@ pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleShape};
 pub use embed::EmbeddedPoint;
-pub use material::{MaterialError, SoftMaterial, StrainLimits};
+pub use material::{CombineRule, MaterialError, SoftMaterial, StrainLimits, SurfaceCoefficients};
 pub use math::{Mat3, Vec3};
 pub use mesh::{MeshError, TetMesh};
 pub use surface::{SurfaceError, TriangleSurface};
-pub use world::{BodyHandle, FreezeReason, ObstacleHandle, SoftWorld, StepReport, WorldSettings};
+pub use world::{
+    BodyHandle, ContactPoint, FreezeReason, ObstacleHandle, SoftWorld, StepReport, WorldSettings,
+};

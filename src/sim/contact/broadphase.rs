@@ -73,19 +73,41 @@ impl BodyBvh {
     /// `x` (m); `margin` (m) grows every proxy's box. The first call, and any call where the
     /// number of proxies or triangles changed, builds the trees; later calls refit them.
     pub fn update(&mut self, points: &[Vec3], x: &[Vec3], triangles: &[[u32; 3]], margin: f64) {
+        self.update_swept(points, points, x, x, triangles, margin);
+    }
+
+    /// [`BodyBvh::update`] for motion over a step: each proxy's box spans its positions in
+    /// `points_start` and `points_end`, each triangle's box its vertices in `x_start` and `x_end`,
+    /// so every pair that may meet during the step is a candidate.
+    pub fn update_swept(
+        &mut self,
+        points_start: &[Vec3],
+        points_end: &[Vec3],
+        x_start: &[Vec3],
+        x_end: &[Vec3],
+        triangles: &[[u32; 3]],
+        margin: f64,
+    ) {
         self.proxy_boxes.clear();
-        self.proxy_boxes
-            .extend(points.iter().map(|p| aabb_of(std::iter::once(*p), margin)));
-        self.triangle_boxes.clear();
-        self.triangle_boxes.extend(
-            triangles
+        self.proxy_boxes.extend(
+            points_start
                 .iter()
-                .map(|t| aabb_of(t.iter().map(|&v| x[v as usize]), 0.0)),
+                .zip(points_end)
+                .map(|(a, b)| aabb_of([*a, *b].into_iter(), margin)),
         );
-        if points.len() != self.proxy_count || triangles.len() != self.triangle_count {
+        self.triangle_boxes.clear();
+        self.triangle_boxes.extend(triangles.iter().map(|t| {
+            aabb_of(
+                t.iter()
+                    .map(|&v| x_start[v as usize])
+                    .chain(t.iter().map(|&v| x_end[v as usize])),
+                0.0,
+            )
+        }));
+        if points_start.len() != self.proxy_count || triangles.len() != self.triangle_count {
             self.proxies = Bvh::from_leaves(BvhBuildStrategy::default(), &self.proxy_boxes);
             self.triangles = Bvh::from_leaves(BvhBuildStrategy::default(), &self.triangle_boxes);
-            self.proxy_count = points.len();
+            self.proxy_count = points_start.len();
             self.triangle_count = triangles.len();
             return;
         }
@@ -97,6 +119,15 @@ impl BodyBvh {
         }
         self.proxies.refit(&mut self.workspace);
         self.triangles.refit(&mut self.workspace);
+    }
+
+    /// Whether the root boxes of `self`'s proxies and `other`'s triangles overlap (a cheap
+    /// body-level test before [`candidate_pairs`]).
+    pub fn may_touch(&self, other: &BodyBvh) -> bool {
+        if self.proxy_count == 0 || other.triangle_count == 0 {
+            return false;
+        }
+        overlap(&self.proxies.root_aabb(), &other.triangles.root_aabb())
     }
 }
 

@@ -1,184 +1,290 @@
-//! Contacts to decoupled constraint rows.
+//! Contacts to decoupled constraint rows (collision decoupling, section 5 of
+//! `mprgp-collision-qp.txt`).
+//!
+//! A contact is a linear inequality `sum_k a_k . x_k >= c` over a few vertices (eq. (8)): a proxy
+//! against an obstacle plane (one vertex, or the four of the tet an embedded proxy sits in), or a
+//! surface vertex against a triangle of a soft body (four vertices, two bodies). MPRGP needs the
+//! rows *decoupled* — `J J'` block diagonal — so [`RowDecoupler`] admits rows one by one, deepest
+//! first, under these rules:
+//!
+//! - a vertex may carry up to [`MAX_ROWS_PER_VERTEX`] one-vertex rows against different
+//!   obstacles whose normals are not (anti)parallel (a corner: floor and walls);
+//! - a row over several vertices takes them exclusively;
+//! - an obstacle row that would need a taken vertex is dropped for this iteration (the paper's
+//!   rule, made deterministic by the depth order);
+//! - a soft-soft row instead *holds* its taken vertices: their terms move to the right-hand side
+//!   at their current positions, so the row constrains its remaining vertices against the
+//!   others' present positions. Dense soft-soft contact (a face resting on a face, where every
+//!   triangle shares its corners with six others) keeps a row for nearly every vertex this way,
+//!   where dropping would lose two of three. Rows are rebuilt from the current positions at
+//!   every PD iteration, so a held vertex's row follows it.
+//!
+//! Pinned vertices are always terms of the right-hand side. A row whose free coefficients carry
+//! less than a tenth of its squared norm (held or pinned vertices carry the rest) is dropped: it
+//! would move its vertices by ten times its violation or more.
 
-use super::narrowphase::Contact;
-use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
-use crate::sim::pd::PINNED;
 use crate::sim::qp::ConstraintRow;
 use crate::sim::qp::groups::MAX_ROWS_PER_VERTEX;
 
-/// Marks an unknown used by a multi-vertex (embedded proxy) row: no other row may touch it.
+/// Smallest `|free coefficients|^2 / |all coefficients|^2` of an admitted row.
+const MIN_FREE_SHARE: f64 = 0.1;
+
+/// Marks an unknown used by a multi-vertex row: no other row may touch it.
 const EXCLUSIVE: u8 = u8::MAX;
 
-/// Rows over the free unknowns of one body and, per row, the contact it came from.
-#[derive(Debug, Clone, Default)]
-pub struct DecoupledRows {
-    /// The rows `J x >= c` over unknown indices.
-    pub rows: Vec<ConstraintRow>,
-    /// For each row, its contact.
-    pub contacts: Vec<Contact>,
-    /// Per unknown: how many one-vertex rows use it, or [`EXCLUSIVE`].
-    uses: Vec<u8>,
-    /// Per unknown: its one-vertex rows (first `uses` entries).
-    vertex_rows: Vec<[u32; MAX_ROWS_PER_VERTEX]>,
+/// One term `coeff . x` of a contact's row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowTerm {
+    /// The unknown (free vertex) index, or `None` for a vertex that cannot move (pinned, or a
+    /// frozen body's).
+    pub unknown: Option<u32>,
+    /// The coefficient 3-vector.
+    pub coeff: Vec3,
+    /// The vertex's current position (m), for terms moved to the right-hand side.
+    pub x: Vec3,
 }
 
-impl DecoupledRows {
-    /// Clears for a body with `unknowns` free vertices.
+/// What a row is against, for the corner rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowSource {
+    /// An obstacle (its index).
+    Obstacle(u32),
+    /// A soft body's surface.
+    Soft,
+}
+
+/// Admits decoupled rows over the unknowns of a QP (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct RowDecoupler {
+    /// Per unknown: how many one-vertex rows use it, or [`EXCLUSIVE`].
+    uses: Vec<u8>,
+    /// Per unknown: its one-vertex rows (first `uses` entries), as indices into `sources`.
+    vertex_rows: Vec<[u32; MAX_ROWS_PER_VERTEX]>,
+    /// Per admitted row: its source and normal.
+    sources: Vec<(RowSource, Vec3)>,
+}
+
+impl RowDecoupler {
+    /// Clears for a QP with `unknowns` free vertices.
     pub fn reset(&mut self, unknowns: usize) {
-        self.rows.clear();
-        self.contacts.clear();
         self.uses.clear();
         self.uses.resize(unknowns, 0);
         self.vertex_rows.clear();
-        self.vertex_rows.resize(unknowns, [0; MAX_ROWS_PER_VERTEX]);
+        self.vertex_rows
+            .resize(unknowns, [0; MAX_ROWS_PER_VERTEX]);
+        self.sources.clear();
     }
 
-    /// Whether a one-vertex row with this normal against this obstacle may join unknown `d`:
-    /// not claimed by an embedded row, fewer than [`MAX_ROWS_PER_VERTEX`] rows, no row against
-    /// the same obstacle, and a normal not (anti)parallel to an existing one's (which would make
-    /// the corner's `J J'` block singular).
-    fn accepts_corner(&self, d: usize, normal: &Vec3, obstacle: u32) -> bool {
+    /// Whether a one-vertex row from `source` with `normal` may join unknown `d`.
+    fn accepts_corner(&self, d: usize, normal: &Vec3, source: RowSource) -> bool {
         let used = self.uses[d];
         if used == EXCLUSIVE || used as usize >= MAX_ROWS_PER_VERTEX {
             return false;
         }
         self.vertex_rows[d][..used as usize].iter().all(|&r| {
-            let c = &self.contacts[r as usize];
-            c.obstacle != obstacle && c.normal.dot(normal).abs() < 0.95
+            let (s, n) = &self.sources[r as usize];
+            *s != source && n.dot(normal).abs() < 0.95
         })
     }
-}
 
-/// Adds rows for `contacts`, deepest first (ties by proxy then obstacle index): collision
-/// decoupling. A proxy that is a single vertex may collect up to [`MAX_ROWS_PER_VERTEX`] rows
-/// against different obstacles (a corner); a proxy embedded in a tet takes its free vertices
-/// exclusively, so it is skipped if any of them is already used. Pinned vertices' terms move to
-/// the right-hand side with their positions `x`. Returns the number of rows added.
-pub fn build_rows(
-    contacts: &mut [Contact],
-    proxies: &[EmbeddedPoint],
-    dof: &[u32],
-    x: &[Vec3],
-    out: &mut DecoupledRows,
-) -> usize {
-    contacts.sort_unstable_by(|a, b| {
-        b.depth
-            .total_cmp(&a.depth)
-            .then(a.proxy.cmp(&b.proxy))
-            .then(a.obstacle.cmp(&b.obstacle))
-    });
-    let mut added = 0;
-    for c in contacts.iter() {
-        let proxy = &proxies[c.proxy as usize];
-        let mut row = ConstraintRow::single(0, Vec3::zeros(), c.normal.dot(&c.point));
+    /// Tries to admit the row `sum terms >= rhs` (see the module docs; `hold` selects the
+    /// soft-soft rule for taken vertices). Appends it to `rows` and returns `true` if admitted;
+    /// then `held` receives `(row, unknown, coefficient)` for each held term, whose share of the
+    /// row's force the caller applies as a force (the row itself cannot: it no longer has that
+    /// unknown). Terms with a negligible coefficient are ignored; terms of the same unknown are
+    /// merged.
+    pub fn add(
+        &mut self,
+        terms: &[RowTerm],
+        rhs: f64,
+        normal: &Vec3,
+        source: RowSource,
+        hold: bool,
+        rows: &mut Vec<ConstraintRow>,
+        held: &mut Vec<(u32, u32, Vec3)>,
+    ) -> bool {
+        let held_start = held.len();
+        let admitted = self.admit(terms, rhs, normal, source, hold, rows, held);
+        if !admitted {
+            held.truncate(held_start);
+        }
+        admitted
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn admit(
+        &mut self,
+        terms: &[RowTerm],
+        rhs: f64,
+        normal: &Vec3,
+        source: RowSource,
+        hold: bool,
+        rows: &mut Vec<ConstraintRow>,
+        held: &mut Vec<(u32, u32, Vec3)>,
+    ) -> bool {
+        let mut row = ConstraintRow::single(0, Vec3::zeros(), rhs);
         row.len = 0;
-        for k in 0..4 {
-            let w = proxy.weights[k];
-            // Round-off leaves ~1e-17 weights on vertices off the proxy's face: they must not
+        let full: f64 = terms.iter().map(|t| t.coeff.norm_squared()).sum();
+        for t in terms {
+            // Round-off leaves ~1e-17 weights on vertices off a proxy's face: they must not
             // claim a vertex under decoupling.
-            if w.abs() < 1e-12 {
+            if t.coeff.norm_squared() < 1e-24 {
                 continue;
             }
-            let v = proxy.vertices[k] as usize;
-            let d = dof[v];
-            if d == PINNED {
-                row.rhs -= w * c.normal.dot(&x[v]);
+            let Some(d) = t.unknown else {
+                row.rhs -= t.coeff.dot(&t.x);
                 continue;
-            }
+            };
             if let Some(e) = (0..row.len as usize).find(|&e| row.vertices[e] == d) {
-                row.coeffs[e] += w * c.normal;
-            } else {
-                row.vertices[row.len as usize] = d;
-                row.coeffs[row.len as usize] = w * c.normal;
-                row.len += 1;
+                row.coeffs[e] += t.coeff;
+                continue;
             }
+            if hold && self.uses[d as usize] != 0 {
+                row.rhs -= t.coeff.dot(&t.x);
+                held.push((rows.len() as u32, d, t.coeff));
+                continue;
+            }
+            if row.len as usize == row.vertices.len() {
+                return false;
+            }
+            row.vertices[row.len as usize] = d;
+            row.coeffs[row.len as usize] = t.coeff;
+            row.len += 1;
         }
-        if row.len == 0 || !(row.norm_squared() > 1e-20) {
-            continue;
+        // A row left with only small coefficients (the free corner of a triangle whose other
+        // corners are held, at weight 0.01) would move its vertices by the violation divided by
+        // that weight: no row rather than a wild one.
+        if row.len == 0 || !(row.norm_squared() > MIN_FREE_SHARE * full) || !row.rhs.is_finite() {
+            return false;
         }
-        let j = out.rows.len() as u32;
+        let j = self.sources.len() as u32;
         if row.len == 1 {
             let d = row.vertices[0] as usize;
-            if !out.accepts_corner(d, &c.normal, c.obstacle) {
-                continue;
+            if !self.accepts_corner(d, normal, source) {
+                return false;
             }
-            let u = out.uses[d] as usize;
-            out.vertex_rows[d][u] = j;
-            out.uses[d] += 1;
+            let u = self.uses[d] as usize;
+            self.vertex_rows[d][u] = j;
+            self.uses[d] += 1;
         } else {
-            if (0..row.len as usize).any(|e| out.uses[row.vertices[e] as usize] != 0) {
-                continue;
+            if (0..row.len as usize).any(|e| self.uses[row.vertices[e] as usize] != 0) {
+                return false;
             }
             for e in 0..row.len as usize {
-                out.uses[row.vertices[e] as usize] = EXCLUSIVE;
+                self.uses[row.vertices[e] as usize] = EXCLUSIVE;
             }
         }
-        out.rows.push(row);
-        out.contacts.push(*c);
-        added += 1;
+        self.sources.push((source, *normal));
+        rows.push(row);
+        true
     }
-    added
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn contact(proxy: u32, obstacle: u32, normal: Vec3, depth: f64) -> Contact {
-        Contact {
-            proxy,
-            obstacle,
-            point: Vec3::zeros(),
-            normal,
-            depth,
+    fn term(unknown: Option<u32>, coeff: Vec3) -> RowTerm {
+        RowTerm {
+            unknown,
+            coeff,
+            x: Vec3::new(0.0, -1.0, 0.0),
         }
     }
 
     #[test]
-    fn embedded_proxies_take_their_vertices_exclusively() {
-        let proxies = [
-            EmbeddedPoint::vertex(0),
-            EmbeddedPoint {
-                vertices: [0, 1, 2, 3],
-                weights: [0.25; 4],
-            },
-            EmbeddedPoint::vertex(2),
+    fn embedded_rows_take_their_vertices_exclusively() {
+        let mut d = RowDecoupler::default();
+        d.reset(3);
+        let mut rows = Vec::new();
+        let mut held = Vec::new();
+        let n = Vec3::y();
+        // An embedded proxy over unknowns 0, 1, 2 and a pinned vertex.
+        let embedded = [
+            term(Some(0), 0.25 * n),
+            term(Some(1), 0.25 * n),
+            term(Some(2), 0.25 * n),
+            term(None, 0.25 * n),
         ];
-        let mut contacts = vec![
-            contact(0, 0, Vec3::y(), 0.1),
-            contact(1, 0, Vec3::y(), 0.3),
-            contact(2, 0, Vec3::y(), 0.05),
-        ];
-        let dof = [0, 1, 2, PINNED];
-        let x = vec![Vec3::new(0.0, -1.0, 0.0); 4];
-        let mut rows = DecoupledRows::default();
-        rows.reset(3);
-        let added = build_rows(&mut contacts, &proxies, &dof, &x, &mut rows);
-        // The embedded proxy is deepest and takes vertices 0, 1, 2: the others are dropped.
-        assert_eq!(added, 1);
-        assert_eq!(rows.contacts[0].proxy, 1);
-        assert_eq!(rows.rows[0].len, 3);
-        // The pinned vertex 3 moved to the right-hand side: 0 - 0.25 * (-1).
-        assert!((rows.rows[0].rhs - 0.25).abs() < 1e-15);
+        assert!(d.add(&embedded, 0.0, &n, RowSource::Obstacle(0), false, &mut rows, &mut held));
+        // The pinned vertex moved to the right-hand side: 0 - 0.25 * (-1).
+        assert_eq!(rows[0].len, 3);
+        assert!((rows[0].rhs - 0.25).abs() < 1e-15);
+        // A later one-vertex obstacle row on a taken vertex is dropped.
+        assert!(!d.add(&[term(Some(0), n)], 0.0, &n, RowSource::Obstacle(1), false, &mut rows, &mut held));
+        assert_eq!(rows.len(), 1);
     }
 
     #[test]
     fn a_vertex_in_a_corner_keeps_one_row_per_obstacle() {
-        let proxies = [EmbeddedPoint::vertex(0)];
-        let mut contacts = vec![
-            contact(0, 0, Vec3::y(), 0.01),
-            contact(0, 1, Vec3::x(), 0.02),
-            contact(0, 1, Vec3::x(), 0.005),
-            contact(0, 2, Vec3::new(0.0, 0.999, 0.0447).normalize(), 0.001),
+        let mut d = RowDecoupler::default();
+        d.reset(1);
+        let mut rows = Vec::new();
+        let mut held = Vec::new();
+        let mut add = |normal: Vec3, obstacle: u32| {
+            d.add(
+                &[term(Some(0), normal)],
+                0.0,
+                &normal,
+                RowSource::Obstacle(obstacle),
+                false,
+                &mut rows,
+                &mut held,
+            )
+        };
+        assert!(add(Vec3::x(), 1));
+        assert!(add(Vec3::y(), 0));
+        // Same obstacle again, and a near-parallel normal: dropped.
+        assert!(!add(Vec3::x(), 1));
+        assert!(!add(Vec3::new(0.0, 0.999, 0.0447).normalize(), 2));
+        assert!(add(Vec3::z(), 3));
+        // Three rows: the vertex is full.
+        assert!(!add(Vec3::new(1.0, 1.0, 1.0).normalize(), 4));
+    }
+
+    #[test]
+    fn soft_rows_hold_taken_vertices_at_their_positions() {
+        let mut d = RowDecoupler::default();
+        d.reset(5);
+        let mut rows = Vec::new();
+        let mut held = Vec::new();
+        let n = Vec3::y();
+        // Vertex 0 against the triangle (1, 2, 3).
+        let first = [
+            term(Some(0), n),
+            term(Some(1), -0.5 * n),
+            term(Some(2), -0.25 * n),
+            term(Some(3), -0.25 * n),
         ];
-        let mut rows = DecoupledRows::default();
-        rows.reset(1);
-        let added = build_rows(&mut contacts, &proxies, &[0], &[Vec3::zeros()], &mut rows);
-        // Floor and wall kept; the second wall contact (same obstacle) and the near-parallel
-        // third normal are dropped.
-        assert_eq!(added, 2);
-        assert_eq!(rows.contacts[0].obstacle, 1);
-        assert_eq!(rows.contacts[1].obstacle, 0);
+        assert!(d.add(&first, 0.0, &n, RowSource::Soft, true, &mut rows, &mut held));
+        // Vertex 4 against the triangle (2, 3, 1): every triangle vertex is taken and held.
+        let second = [
+            term(Some(4), n),
+            term(Some(2), -0.2 * n),
+            term(Some(3), -0.3 * n),
+            term(Some(1), -0.5 * n),
+        ];
+        assert!(d.add(&second, 0.0, &n, RowSource::Soft, true, &mut rows, &mut held));
+        assert_eq!(rows[1].len, 1);
+        assert_eq!(rows[1].vertices[0], 4);
+        // Its three triangle terms are held, each reported with its coefficient.
+        assert_eq!(held.len(), 3);
+        assert!(held.iter().all(|h| h.0 == 1));
+        // rhs = 0 + (0.2 + 0.3 + 0.5) * (n . x) = -1.
+        assert!((rows[1].rhs + 1.0).abs() < 1e-15);
+        // Held so far that only a 0.05 share of the triangle stays free: dropped.
+        let third = [
+            term(Some(0), n),
+            term(Some(4), -0.05 * n),
+            term(Some(2), -0.95 * n),
+        ];
+        assert!(!d.add(&third, 0.0, &n, RowSource::Soft, true, &mut rows, &mut held));
+        // Without holding, the second row would be dropped.
+        let mut d2 = RowDecoupler::default();
+        d2.reset(5);
+        let mut rows2 = Vec::new();
+        assert!(d2.add(&first, 0.0, &n, RowSource::Soft, false, &mut rows2, &mut held));
+        assert!(!d2.add(&second, 0.0, &n, RowSource::Soft, false, &mut rows2, &mut held));
     }
 }

@@ -17,6 +17,7 @@ use parry3d::utils::Array2;
 use thiserror::Error;
 
 use crate::sim::math::Vec3;
+use crate::sim::material::{CombineRule, SurfaceCoefficients};
 
 /// The geometry of an obstacle, in its local frame (metres).
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +131,7 @@ pub struct Obstacle {
     rotation: UnitQuaternion<f64>,
     linear_velocity: Vec3,
     angular_velocity: Vec3,
-    friction: f64,
+    surface: SurfaceCoefficients,
 }
 
 impl std::fmt::Debug for Obstacle {
@@ -141,7 +142,7 @@ impl std::fmt::Debug for Obstacle {
             .field("rotation", &self.rotation)
             .field("linear_velocity", &self.linear_velocity)
             .field("angular_velocity", &self.angular_velocity)
-            .field("friction", &self.friction)
+            .field("surface", &self.surface)
             .finish()
     }
 }
@@ -254,7 +255,7 @@ fn from_parry(v: Vector) -> Vec3 {
 }
 
 impl Obstacle {
-    /// An obstacle from a shape description, at the origin, at rest, friction 0.5.
+    /// An obstacle from a shape description, at the origin, at rest, friction 0.5, restitution 0.
     ///
     /// # Errors
     /// [`ObstacleError`] for non-finite or non-positive sizes and degenerate geometry.
@@ -361,7 +362,7 @@ impl Obstacle {
             rotation: UnitQuaternion::identity(),
             linear_velocity: Vec3::zeros(),
             angular_velocity: Vec3::zeros(),
-            friction: 0.5,
+            surface: SurfaceCoefficients::default(),
         })
     }
 
@@ -449,9 +450,30 @@ impl Obstacle {
         self
     }
 
-    /// Builder: Coulomb friction coefficient (combined with the body's by the geometric mean).
+    /// Builder: Coulomb friction coefficient (combined with the body's by the combine rules).
     pub fn with_friction(mut self, friction: f64) -> Self {
-        self.friction = friction.max(0.0);
+        self.surface.friction = if friction.is_finite() {
+            friction.max(0.0)
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// Builder: restitution coefficient, clamped to `[0, 1]`.
+    pub fn with_restitution(mut self, restitution: f64) -> Self {
+        self.surface.restitution = if restitution.is_finite() {
+            restitution.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// Builder: the rules combining friction and restitution with the body's.
+    pub fn with_combine_rules(mut self, friction: CombineRule, restitution: CombineRule) -> Self {
+        self.surface.friction_combine = friction;
+        self.surface.restitution_combine = restitution;
         self
     }
 
@@ -503,7 +525,12 @@ impl Obstacle {
 
     /// Friction coefficient.
     pub fn friction(&self) -> f64 {
-        self.friction
+        self.surface.friction
+    }
+
+    /// Friction, restitution and their combine rules.
+    pub fn surface(&self) -> &SurfaceCoefficients {
+        &self.surface
     }
 
     /// Velocity (m/s) of the obstacle's material point at world position `p`.

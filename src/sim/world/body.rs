@@ -3,13 +3,12 @@
 use std::sync::Arc;
 
 use super::report::FreezeReason;
-use crate::sim::contact::{Contact, DecoupledRows};
+use crate::sim::contact::{BodyBvh, Contact};
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::material::SoftMaterial;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 use crate::sim::pd::{PdSetup, PdSystem};
-use crate::sim::qp::mprgp::Mprgp;
 
 /// What must be rebuilt before the next step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,26 +22,35 @@ pub(crate) enum Rebuild {
     Full,
 }
 
-/// Scratch buffers reused every step (no allocation once warmed up).
+/// Scratch buffers reused every step (no allocation once warmed up). The constrained global
+/// step's vectors live in the body's island (`super::island`).
 #[derive(Debug, Default)]
 pub(crate) struct Workspace {
     pub y: Vec<Vec3>,
     pub x_start: Vec<Vec3>,
+    /// Velocities at the start of the step (m/s), for restitution.
+    pub v_start: Vec<Vec3>,
     pub contributions: Vec<[Vec3; 4]>,
     /// Per tet: right singular vectors of the last local step (SVD warm start).
     pub frames: Vec<crate::sim::math::Mat3>,
+    /// PD right-hand side over the free vertices.
     pub b: Vec<Vec3>,
+    /// Unconstrained global solution over the free vertices.
     pub x_free: Vec<Vec3>,
-    pub x_alt: Vec<Vec3>,
-    pub gradient: Vec<Vec3>,
-    pub lambda: Vec<f64>,
+    /// Obstacle contacts found speculatively at the start of the step.
     pub contacts: Vec<Contact>,
-    pub rows: DecoupledRows,
     pub proxy_positions: Vec<Vec3>,
     /// Proxy positions at the prediction (speculative detection).
     pub proxy_predictions: Vec<Vec3>,
-    pub mprgp: Mprgp,
-    pub forces: crate::sim::qp::ContactForces,
+    /// BVHs over the surface vertices and boundary triangles (soft-soft contact).
+    pub bvh: BodyBvh,
+    /// Scratch of the BVH fit.
+    pub bvh_points: Vec<Vec3>,
+    /// Obstacles touched at the end of the last step (indices, sorted, unique).
+    pub touching: Vec<u32>,
+    /// Per vertex: the friction force (N) of the contacts it carried in the last step, to start
+    /// the next step's friction iteration from.
+    pub friction: Vec<Vec3>,
 }
 
 /// A soft body in a [`super::SoftWorld`].
@@ -143,6 +151,33 @@ impl SoftBody {
             .iter_mut()
             .for_each(|f| *f = crate::sim::math::Mat3::identity());
         self.frozen = Some(reason);
+    }
+
+    /// Where `vertex` started the step (m); a frozen body stays where it is.
+    pub(crate) fn start_position(&self, vertex: usize) -> Vec3 {
+        if self.frozen.is_some() {
+            self.x[vertex]
+        } else {
+            self.ws.x_start[vertex]
+        }
+    }
+
+    /// The velocity of `vertex` at the start of the step (m/s); a frozen body does not move.
+    pub(crate) fn start_velocity(&self, vertex: usize) -> Vec3 {
+        if self.frozen.is_some() {
+            Vec3::zeros()
+        } else {
+            self.ws.v_start[vertex]
+        }
+    }
+
+    /// The velocity of `vertex` now (m/s); a frozen body does not move.
+    pub(crate) fn velocity(&self, vertex: usize) -> Vec3 {
+        if self.frozen.is_some() {
+            Vec3::zeros()
+        } else {
+            self.v[vertex]
+        }
     }
 
     /// Total mass (kg) with the current material.

@@ -1,15 +1,17 @@
 //! [`SoftWorld`]: soft bodies, obstacles, and the time step that advances them.
 //!
 //! Each body owns its Projective Dynamics system (one sparse Cholesky factor per body, built on
-//! its first step and refactored only after an edit) and its scratch space. Bodies do not touch
-//! each other in this version (body-body contact is a later addition), so
-//! [`SoftWorld::step`] advances them independently and in parallel (rayon), in a fixed order, with
-//! sequential arithmetic inside each body: results are bit-identical run to run and independent
-//! of the thread count. A body that fails — non-finite state, a runaway speed or energy, a failed
+//! its first step and refactored only after an edit) and its scratch space. Bodies touch each
+//! other through soft-soft contacts: bodies in contact form an *island* whose constrained global
+//! steps are one QP ([`island`]); islands and bodies are advanced in parallel (rayon), in a fixed
+//! order, with sequential arithmetic inside each body and island, so results are bit-identical
+//! run to run and independent of the thread count. The phases of a step are listed in
+//! [`step`]. A body that fails — non-finite state, a runaway speed or energy, a failed
 //! factorization — is restored to its last good state, frozen and reported in
 //! [`StepReport::frozen`]; the other bodies go on unaffected.
 
 mod body;
+mod island;
 mod report;
 mod step;
 
@@ -17,13 +19,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use nalgebra::UnitQuaternion;
-use rayon::prelude::*;
 use thiserror::Error;
 
 pub use body::SoftBody;
 pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
+pub use step::ContactPoint;
 
-use super::contact::Obstacle;
+use super::contact::{ContactLcp, LcpSettings, Obstacle};
 use super::embed::EmbeddedPoint;
 use super::material::{MaterialError, SoftMaterial};
 use super::math::Vec3;
@@ -50,6 +52,27 @@ pub struct WorldSettings {
     /// Kinetic energy growing past this factor times `max(previous, 1/2 M (1 m/s)^2)` in one step
     /// freezes the body. Default: 1000.
     pub runaway_energy_factor: f64,
+    /// Whether soft bodies collide with each other. Default: true.
+    pub soft_contacts: bool,
+    /// Whether a body collides with itself (a bar bent onto itself, a folded sheet); costs a
+    /// self-test of every body's surface each iteration. Default: false.
+    pub self_collision: bool,
+    /// Separation (m) kept between touching soft surfaces, so that they never share a plane.
+    /// Default: 5e-4.
+    pub soft_contact_skin: f64,
+    /// Deepest a surface vertex may already be inside another body (m) and still be pushed out
+    /// through the nearest triangle; deeper ones are left alone rather than pushed through the
+    /// wrong side. Default: 0.05.
+    pub soft_depth_limit: f64,
+    /// Normal approach speed (m/s) above which restitution applies; slower contacts are
+    /// inelastic, so resting bodies do not jitter. Default: 0.5.
+    pub restitution_threshold: f64,
+    /// The velocity-level contact LCP: friction model (cone or pyramid), tolerances, iteration
+    /// caps. Default: [`LcpSettings::default`].
+    pub lcp: LcpSettings,
+    /// Solve the contact LCP region by region (true) or as one monolithic problem (false, the
+    /// baseline of `contact-regions-lcp-friction.txt`). Default: true.
+    pub separate_regions: bool,
 }
 
 impl Default for WorldSettings {
@@ -62,6 +85,13 @@ impl Default for WorldSettings {
             contact_margin: 0.01,
             max_speed: 100.0,
             runaway_energy_factor: 1000.0,
+            soft_contacts: true,
+            self_collision: false,
+            soft_contact_skin: 5e-4,
+            soft_depth_limit: 0.05,
+            restitution_threshold: 0.5,
+            lcp: LcpSettings::default(),
+            separate_regions: true,
         }
     }
 }
@@ -128,6 +158,7 @@ pub struct SoftWorld {
     obstacles: Vec<Obstacle>,
     obstacle_ids: Vec<u32>,
     next_id: u32,
+    state: step::StepState,
 }
 
 impl SoftWorld {
@@ -458,8 +489,8 @@ impl SoftWorld {
         Ok(&self.body(h)?.proxies)
     }
 
-    /// Appends to `out` the obstacles the body touches after the last step (a contact row whose
-    /// gap is within 1e-6 m of its plane), each once, sorted.
+    /// Appends to `out` the obstacles the body touches after the last step (a contact within
+    /// 1e-5 m of its plane or pushing), each once, sorted.
     ///
     /// # Errors
     /// [`WorldError::UnknownBody`].
@@ -469,32 +500,24 @@ impl SoftWorld {
         out: &mut Vec<ObstacleHandle>,
     ) -> Result<(), WorldError> {
         let b = self.body(h)?;
-        let start = out.len();
-        for (row, c) in b.ws.rows.rows.iter().zip(&b.ws.rows.contacts) {
-            let touching =
-                b.pd.as_ref()
-                    .map(|pd| {
-                        let x: f64 = row
-                            .entries()
-                            .map(|(d, a)| a.dot(&b.x[pd.free_vertices()[d] as usize]))
-                            .sum();
-                        x - row.rhs <= 1e-6
-                    })
-                    .unwrap_or(false);
-            if touching && let Some(&id) = self.obstacle_ids.get(c.obstacle as usize) {
-                out.push(ObstacleHandle(id));
-            }
-        }
-        out[start..].sort_unstable();
-        let mut w = start;
-        for r in start..out.len() {
-            if w == start || out[r] != out[w - 1] {
-                out[w] = out[r];
-                w += 1;
-            }
-        }
-        out.truncate(w);
+        out.extend(
+            b.ws.touching
+                .iter()
+                .filter_map(|&i| self.obstacle_ids.get(i as usize))
+                .map(|&id| ObstacleHandle(id)),
+        );
         Ok(())
+    }
+
+    /// The contacts of the last step's velocity LCP (every contact touching at its end), with
+    /// their regions and impulses: for debug drawing.
+    pub fn contact_points(&self) -> &[ContactPoint] {
+        &self.state.points
+    }
+
+    /// The last step's velocity-level contact problem (solved), for inspection and benchmarks.
+    pub fn contact_lcp(&self) -> &ContactLcp {
+        self.state.lcp()
     }
 
     /// Why the body is frozen, if it is.
@@ -573,23 +596,31 @@ impl SoftWorld {
         rayon::scope(|_| {
             for _ in 0..substeps {
                 let settings = self.settings;
-                let obstacles = &self.obstacles;
-                // Results stay in the bodies: no per-step allocation.
-                if self.bodies.len() > 1 {
-                    self.bodies.par_iter_mut().for_each(|b| {
-                        b.last_step = step::step_body(b, obstacles, &settings, h);
-                    });
-                } else {
-                    for b in &mut self.bodies {
-                        b.last_step = step::step_body(b, obstacles, &settings, h);
-                    }
-                }
+                let summary = step::substep(
+                    &mut self.bodies,
+                    &self.obstacles,
+                    &settings,
+                    h,
+                    &mut self.state,
+                );
                 for (b, &id) in self.bodies.iter_mut().zip(&self.body_ids) {
                     report.add_body(&b.last_step.0);
                     if let Some(reason) = b.last_step.1.take() {
                         report.frozen.push((BodyHandle(id), reason));
                     }
                 }
+                report.soft_contacts = report.soft_contacts.max(summary.soft_contacts);
+                report.islands = report.islands.max(summary.islands);
+                report.largest_island = report.largest_island.max(summary.largest_island);
+                report.max_penetration = report.max_penetration.max(summary.soft_penetration);
+                report.timings.lcp += summary.lcp_time;
+                let l = summary.lcp;
+                report.lcp.regions = report.lcp.regions.max(l.regions);
+                report.lcp.largest_region = report.lcp.largest_region.max(l.largest_region);
+                report.lcp.cg_iterations += l.cg_iterations;
+                report.lcp.gs_sweeps += l.gs_sweeps;
+                report.lcp.residual = report.lcp.residual.max(l.residual);
+                report.lcp.unconverged_regions += l.unconverged_regions;
             }
         });
         report.wall = start.elapsed();

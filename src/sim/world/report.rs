@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::sim::contact::LcpStats;
+
 /// Why a body was frozen.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FreezeReason {
@@ -62,8 +64,11 @@ pub struct PhaseTimings {
     pub global: Duration,
     /// MPRGP solves of the constrained global steps (part of the global phase, not in `global`).
     pub mprgp: Duration,
-    /// Velocity update, friction, damping and the guard.
+    /// Velocity update, damping and the guard.
     pub velocity: Duration,
+    /// The velocity-level contact LCPs (restitution and friction), building included. A
+    /// world-level phase: counted once, not per body.
+    pub lcp: Duration,
 }
 
 impl PhaseTimings {
@@ -75,6 +80,7 @@ impl PhaseTimings {
         self.global += o.global;
         self.mprgp += o.mprgp;
         self.velocity += o.velocity;
+        self.lcp += o.lcp;
     }
 }
 
@@ -119,8 +125,19 @@ pub struct StepReport {
     pub active_constraints: usize,
     /// Largest final relative KKT residual over bodies.
     pub kkt_residual: f64,
-    /// Deepest penetration (m) over bodies after the step.
+    /// Deepest penetration (m) after the step: a proxy into an obstacle, or a surface vertex behind
+    /// the frozen plane of another body's triangle it touches.
     pub max_penetration: f64,
+    /// Soft-soft contacts (vertex against triangle) detected at the start of the step,
+    /// self-collisions included.
+    pub soft_contacts: usize,
+    /// Groups of bodies solved as one QP because they touch each other (bodies alone count as
+    /// islands of one).
+    pub islands: usize,
+    /// Bodies in the largest island.
+    pub largest_island: usize,
+    /// The velocity-level contact problem: regions, largest region, iterations, residual.
+    pub lcp: LcpStats,
     /// Bodies frozen during this step, with the reason.
     pub frozen: Vec<(super::BodyHandle, FreezeReason)>,
 }

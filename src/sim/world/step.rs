@@ -1,74 +1,185 @@
-//! One implicit step of one body: predict, detect, constrain, solve (PD with MPRGP), respond,
-//! guard (`../shared/DESIGN.md` section 3, phases 2-7).
+//! One substep of the world (`../shared/DESIGN.md` section 3, phases 2-7):
+//!
+//! 1. **Predict** (per body, parallel): `y = x + h v + h^2 g`, speculative obstacle contacts
+//!    along the predicted motion, the surface BVHs fitted over the motion.
+//! 2. **Detect soft contacts** (world): every pair of bodies whose BVHs overlap, and each body
+//!    with itself when self-collision is on ([`crate::sim::contact::soft`]).
+//! 3. **Islands**: bodies linked by soft contacts share one QP ([`super::island`]).
+//! 4. **PD iterations**: local steps and prefactored solves per body (parallel); the
+//!    constrained global step per island by MPRGP (parallel); re-detection at the iterate.
+//! 5. **Respond** (world): velocities `v = (x - x_start) / h`, then the velocity-level contact
+//!    LCP of every contact that touches at the end — Signorini and Coulomb friction, region by
+//!    region ([`crate::sim::contact::lcp`]), the position-level normal impulse `lambda h` of the
+//!    QP counted in the friction bound — whose impulses change the velocities; the friction
+//!    impulses also move the positions by `h` times their velocity change, so static friction
+//!    holds a body in place rather than only slowing it. Restitution is not in the LCP's `b`
+//!    (the paper's eq. (12)) but applied before it through the bodies' prefactored matrices
+//!    ([`super::island::Island::restitution_force`]): a velocity-level restitution impulse on
+//!    the few contact vertices would hand them the whole body's rebound momentum.
+//! 6. **Guard** (per body): deformation damping; a non-finite state, a runaway speed or energy
+//!    freezes the body at its last good state.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
 
 use super::WorldSettings;
 use super::body::SoftBody;
+use super::island::{Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
-use crate::sim::contact::{Obstacle, build_rows, detect_contacts, detect_contacts_swept};
+use crate::sim::contact::{
+    ContactLcp, LcpContact, LcpStats, Obstacle, SoftContact, SoftSurface, detect_contacts,
+    detect_contacts_swept, detect_soft_contacts, fit_surface_bvh,
+};
 use crate::sim::math::{Mat3, Vec3, all_finite};
 use crate::sim::pd::PINNED;
-use crate::sim::qp::{ConstraintRow, QpProblem, SpdOperator};
-use crate::sim::sparse::SymmetricMatrix;
 
 /// Extra PD iterations allowed when the last iteration found new penetrations.
 const EXTRA_ITERATIONS: usize = 2;
 
-/// Advances `body` by `h` seconds. On failure the body is restored to its last good state and
-/// frozen; the reason is returned.
-pub(crate) fn step_body(
-    body: &mut SoftBody,
+/// A contact touches at the end of the step (and enters the velocity LCP) if its gap is below
+/// this (m) or its QP force is positive.
+const TOUCHING_GAP: f64 = 1e-5;
+
+/// World-level buffers of the step, reused (no allocation once warmed up).
+#[derive(Debug, Default)]
+pub(crate) struct StepState {
+    islands: Vec<Island>,
+    island_count: usize,
+    island_of: Vec<u32>,
+    offset_of: Vec<u32>,
+    island_size: Vec<u32>,
+    parent: Vec<u32>,
+    soft_contacts: Vec<SoftContact>,
+    pairs: Vec<(u32, u32)>,
+    failures: Vec<Option<FreezeReason>>,
+    /// Per island: the rebound velocity its contacts lack, then the scale of its response.
+    deficits: Vec<Option<f64>>,
+    lcp: ContactLcp,
+    /// First global vertex id of each body, plus the total.
+    vertex_offsets: Vec<u32>,
+    /// Inverse mass (1/kg) per global vertex: 0 for pinned vertices and frozen bodies.
+    inv_mass: Vec<f64>,
+    /// The contacts of the last velocity LCP, for debug drawing.
+    pub points: Vec<ContactPoint>,
+}
+
+/// A contact of the last step, for debug drawing and inspection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContactPoint {
+    /// Where the contact acts (m): the proxy or surface vertex at the end of the step.
+    pub position: Vec3,
+    /// Unit contact normal (out of the obstacle or the touched triangle).
+    pub normal: Vec3,
+    /// Contact region of the velocity LCP (regions share no vertex).
+    pub region: u32,
+    /// Total impulse on the proxy side during the step (N s): the position-level normal and
+    /// friction impulses plus the LCP's correction.
+    pub impulse: Vec3,
+    /// Whether the contact is between soft surfaces (otherwise against an obstacle).
+    pub soft: bool,
+}
+
+impl StepState {
+    /// The last velocity LCP.
+    pub fn lcp(&self) -> &ContactLcp {
+        &self.lcp
+    }
+}
+
+/// World-level results of one substep.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SubstepSummary {
+    pub soft_contacts: usize,
+    pub islands: usize,
+    pub largest_island: usize,
+    pub lcp: LcpStats,
+    pub lcp_time: Duration,
+    pub soft_penetration: f64,
+}
+
+/// Advances every body by `h` seconds.
+pub(crate) fn substep(
+    bodies: &mut [SoftBody],
     obstacles: &[Obstacle],
     settings: &WorldSettings,
     h: f64,
-) -> (BodyStepStats, Option<FreezeReason>) {
-    let mut stats = BodyStepStats::default();
+    st: &mut StepState,
+) -> SubstepSummary {
+    let mut summary = SubstepSummary::default();
+    bodies
+        .par_iter_mut()
+        .for_each(|b| prepare(b, obstacles, settings, h));
+    if settings.soft_contacts {
+        detect_soft(bodies, settings, st);
+    } else {
+        st.soft_contacts.clear();
+    }
+    summary.soft_contacts = st.soft_contacts.len();
+    form_islands(bodies, obstacles, settings, st);
+    summary.islands = st.island_count;
+    summary.largest_island = st.island_size.iter().copied().max().unwrap_or(0) as usize;
+    iterate(bodies, obstacles, settings, h, st);
+    summary.soft_penetration = soft_penetration(bodies, st);
+
+    let t = Instant::now();
+    bodies.par_iter_mut().for_each(|b| {
+        if b.frozen.is_none() {
+            for i in 0..b.x.len() {
+                b.v[i] = (b.x[i] - b.ws.x_start[i]) / h;
+            }
+        }
+    });
+    restitute(bodies, obstacles, h, st);
+    summary.lcp = respond(bodies, obstacles, settings, h, st);
+    summary.lcp_time = t.elapsed();
+
+    let failures = &st.failures;
+    let island_of = &st.island_of;
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        let failure = match island_of[i] {
+            NO_ISLAND => None,
+            id => failures[id as usize].clone(),
+        };
+        finish(b, obstacles, settings, h, failure);
+    });
+    summary
+}
+
+/// Phase 1 for one body: guard the input, build or refactor its system, predict, detect
+/// obstacle contacts along the motion, fit the BVHs.
+fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings, h: f64) {
+    body.last_step = (BodyStepStats::default(), None);
+    body.ws.touching.clear();
     if body.frozen.is_some() {
-        return (stats, None);
+        // A frozen body stays where it is: others collide with it as with an obstacle.
+        if settings.soft_contacts {
+            let ws = &mut body.ws;
+            fit_surface_bvh(
+                &mut ws.bvh,
+                &body.mesh,
+                &body.x,
+                &body.x,
+                settings.contact_margin,
+                &mut ws.bvh_points,
+            );
+        }
+        return;
     }
     if !(all_finite(&body.x) && all_finite(&body.v)) {
         body.freeze(FreezeReason::NonFiniteInput);
-        return (stats, body.frozen.clone());
+        body.last_step.1 = body.frozen.clone();
+        return;
     }
     let t = Instant::now();
     if let Err(reason) = body.ensure_system(h) {
         body.freeze(reason);
-        return (stats, body.frozen.clone());
+        body.last_step.1 = body.frozen.clone();
+        return;
     }
+    let stats = &mut body.last_step.0;
     stats.timings.refactor = t.elapsed();
-    match solve_positions(body, obstacles, settings, h, &mut stats) {
-        Ok(()) => {}
-        Err(reason) => {
-            body.freeze(reason);
-            return (stats, body.frozen.clone());
-        }
-    }
     let t = Instant::now();
-    let verdict = respond_and_guard(body, obstacles, settings, h);
-    stats.max_penetration = max_penetration(body, obstacles);
-    stats.timings.velocity = t.elapsed();
-    match verdict {
-        Ok(()) => {
-            body.good_x.copy_from_slice(&body.x);
-            body.good_v.copy_from_slice(&body.v);
-            (stats, None)
-        }
-        Err(reason) => {
-            body.freeze(reason);
-            (stats, body.frozen.clone())
-        }
-    }
-}
-
-/// Phases 2-5: predict, detect, constrain, and the PD iterations with MPRGP global steps.
-fn solve_positions(
-    body: &mut SoftBody,
-    obstacles: &[Obstacle],
-    settings: &WorldSettings,
-    h: f64,
-    stats: &mut BodyStepStats,
-) -> Result<(), FreezeReason> {
     let SoftBody {
         pd,
         x,
@@ -77,19 +188,17 @@ fn solve_positions(
         targets,
         proxies,
         ws,
+        mesh,
         ..
     } = body;
-    let pd = pd
-        .as_mut()
-        .ok_or_else(|| FreezeReason::Factorization("missing system".into()))?;
+    let Some(pd) = pd.as_ref() else { return };
     let n = x.len();
     let n_free = pd.free_vertices().len();
-
-    // 2. Predict: y = x + h v + h^2 g; pinned vertices go to their targets.
-    let t = Instant::now();
     ws.y.resize(n, Vec3::zeros());
     ws.x_start.resize(n, Vec3::zeros());
     ws.x_start.copy_from_slice(x);
+    ws.v_start.resize(n, Vec3::zeros());
+    ws.v_start.copy_from_slice(v);
     let hg = h * h * settings.gravity;
     for i in 0..n {
         ws.y[i] = if pinned[i] {
@@ -103,10 +212,8 @@ fn solve_positions(
     ws.frames.resize(pd.tet_count(), Mat3::identity());
     ws.b.resize(n_free, Vec3::zeros());
     ws.x_free.resize(n_free, Vec3::zeros());
-    ws.x_alt.resize(n_free, Vec3::zeros());
     stats.timings.predict += t.elapsed();
 
-    // 3-4. Detect speculatively along the predicted motion and build decoupled rows.
     let t = Instant::now();
     ws.contacts.clear();
     detect_contacts_swept(
@@ -119,150 +226,523 @@ fn solve_positions(
         &mut ws.proxy_predictions,
         &mut ws.contacts,
     );
-    ws.rows.reset(n_free);
-    ws.lambda.clear();
-    build_rows(&mut ws.contacts, proxies, pd.dof_map(), x, &mut ws.rows);
-    stats.timings.detect += t.elapsed();
-
-    // 5. PD local/global iterations.
-    let mut iterations = settings.pd_iterations.max(1);
-    let mut it = 0;
-    while it < iterations {
-        it += 1;
-        let t = Instant::now();
-        pd.local_step_warm(x, &mut ws.contributions, &mut ws.frames);
-        stats.timings.local += t.elapsed();
-
-        let t = Instant::now();
-        pd.assemble_rhs(&ws.y, targets, &ws.contributions, &mut ws.b);
-        // Unconstrained solve with the previous iteration's contact forces added,
-        // x0 = A^-1 (b + J' lambda_prev): the factor spreads the contact response through the
-        // whole body, so MPRGP starts next to the constrained optimum.
-        ws.x_free.copy_from_slice(&ws.b);
-        for (row, &l) in ws.rows.rows.iter().zip(&ws.lambda) {
-            if l > 0.0 {
-                row.add_scaled(l, &mut ws.x_free);
-            }
-        }
-        pd.solve_in_place(&mut ws.x_free);
-        stats.timings.global += t.elapsed();
-
-        if !ws.rows.rows.is_empty() {
-            let t = Instant::now();
-            for (d, &vi) in pd.free_vertices().iter().enumerate() {
-                ws.x_alt[d] = x[vi as usize];
-            }
-            let matrix = pd.matrix();
-            // Warm start: the better of the projected unconstrained solution and the projected
-            // previous iterate.
-            let f_new = projected_objective(
-                matrix,
-                &ws.b,
-                &ws.rows.rows,
-                &mut ws.x_free,
-                &mut ws.gradient,
-            );
-            let f_old = projected_objective(
-                matrix,
-                &ws.b,
-                &ws.rows.rows,
-                &mut ws.x_alt,
-                &mut ws.gradient,
-            );
-            if f_old < f_new {
-                ws.x_free.copy_from_slice(&ws.x_alt);
-            }
-            ws.mprgp.settings = settings.mprgp;
-            let problem = QpProblem {
-                a: matrix,
-                b: &ws.b,
-                rows: &ws.rows.rows,
-            };
-            let qp = ws
-                .mprgp
-                .solve(&problem, &mut ws.x_free)
-                .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
-            ws.forces.compute(&problem, &ws.x_free, &mut ws.lambda);
-            stats.mprgp_iterations += qp.iterations;
-            stats.mprgp_cg_steps += qp.cg_steps;
-            stats.kkt_residual = qp.relative_residual;
-            stats.active_constraints = qp.active;
-            stats.timings.mprgp += t.elapsed();
-        }
-        for (d, &vi) in pd.free_vertices().iter().enumerate() {
-            x[vi as usize] = ws.x_free[d];
-        }
-
-        // Re-detect: penetrations without a row (a proxy that was outside at the prediction, or
-        // a vertex pushed into a second obstacle) get one for the next iteration; `build_rows`
-        // skips contacts a row already covers.
-        let t = Instant::now();
-        ws.contacts.clear();
-        detect_contacts(
-            proxies,
-            x,
-            obstacles,
-            0.0,
-            &[],
-            &mut ws.proxy_positions,
-            &mut ws.contacts,
+    if settings.soft_contacts {
+        fit_surface_bvh(
+            &mut ws.bvh,
+            mesh,
+            &ws.x_start,
+            &ws.y,
+            settings.contact_margin,
+            &mut ws.bvh_points,
         );
-        ws.contacts.retain(|c| c.depth > 1e-9);
-        if !ws.contacts.is_empty() {
-            let added = build_rows(&mut ws.contacts, proxies, pd.dof_map(), x, &mut ws.rows);
-            if added > 0
-                && it == iterations
-                && iterations < settings.pd_iterations.max(1) + EXTRA_ITERATIONS
-            {
-                iterations += 1;
+    }
+    stats.timings.detect += t.elapsed();
+}
+
+/// The surface of body `i` over this step's motion (a frozen body does not move).
+fn swept_surface(i: usize, body: &SoftBody) -> SoftSurface<'_> {
+    let (start, end) = if body.frozen.is_some() {
+        (&body.x, &body.x)
+    } else {
+        (&body.ws.x_start, &body.ws.y)
+    };
+    SoftSurface {
+        body: i as u32,
+        mesh: &body.mesh,
+        x_start: start,
+        x_end: end,
+        x_reference: start,
+        bvh: &body.ws.bvh,
+    }
+}
+
+/// Phase 2: soft contacts between every pair of bodies (and within each, for self-collision).
+fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState) {
+    st.soft_contacts.clear();
+    for (a, ba) in bodies.iter().enumerate() {
+        for (b, bb) in bodies.iter().enumerate() {
+            let (fa, fb) = (ba.frozen.is_some(), bb.frozen.is_some());
+            if (fa && fb) || (a == b && !settings.self_collision) {
+                continue;
+            }
+            detect_soft_contacts(
+                &swept_surface(a, ba),
+                &swept_surface(b, bb),
+                settings.contact_margin,
+                settings.soft_depth_limit,
+                &mut st.pairs,
+                &mut st.soft_contacts,
+            );
+        }
+    }
+}
+
+fn find(parent: &mut [u32], mut i: u32) -> u32 {
+    while parent[i as usize] != i {
+        parent[i as usize] = parent[parent[i as usize] as usize];
+        i = parent[i as usize];
+    }
+    i
+}
+
+/// Phase 3: union-find over bodies linked by soft contacts; islands numbered by first body.
+fn form_islands(
+    bodies: &[SoftBody],
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    st: &mut StepState,
+) {
+    let n = bodies.len();
+    st.parent.clear();
+    st.parent.extend(0..n as u32);
+    for c in &st.soft_contacts {
+        let (a, b) = (c.vertex_body, c.triangle_body);
+        if bodies[a as usize].frozen.is_none() && bodies[b as usize].frozen.is_none() {
+            let (ra, rb) = (find(&mut st.parent, a), find(&mut st.parent, b));
+            if ra != rb {
+                st.parent[ra.max(rb) as usize] = ra.min(rb);
             }
         }
-        stats.timings.detect += t.elapsed();
     }
-    stats.pd_iterations = it;
-    stats.constraints = ws.rows.rows.len();
-    if !all_finite(x) {
-        return Err(FreezeReason::NonFiniteState);
+    st.island_of.clear();
+    st.island_of.resize(n, NO_ISLAND);
+    st.offset_of.clear();
+    st.offset_of.resize(n, 0);
+    st.island_size.clear();
+    let mut count = 0usize;
+    for i in 0..n {
+        if bodies[i].frozen.is_some() {
+            continue;
+        }
+        let root = find(&mut st.parent, i as u32) as usize;
+        // The root is the smallest index of its set, so it is numbered before its members.
+        let id = if root == i {
+            if st.islands.len() <= count {
+                st.islands.push(Island::default());
+            }
+            st.islands[count].members.clear();
+            st.island_size.push(0);
+            count += 1;
+            (count - 1) as u32
+        } else {
+            st.island_of[root]
+        };
+        st.island_of[i] = id;
+        let island = &mut st.islands[id as usize];
+        st.offset_of[i] = island
+            .members
+            .last()
+            .map_or(0, |&m| st.offset_of[m as usize] + free_count(&bodies[m as usize]) as u32);
+        island.members.push(i as u32);
+        st.island_size[id as usize] += 1;
     }
-    Ok(())
+    st.island_count = count;
+    st.failures.clear();
+    st.failures.resize(count, None);
+    for id in 0..count {
+        let island_of = &st.island_of;
+        let soft = st.soft_contacts.iter().copied().filter(|c| {
+            let owner = match island_of[c.vertex_body as usize] {
+                NO_ISLAND => island_of[c.triangle_body as usize],
+                i => i,
+            };
+            owner == id as u32
+        });
+        st.islands[id].begin(bodies, obstacles, soft, settings);
+    }
 }
 
-/// Projects `x` onto the rows (closed form for decoupled rows) and returns `1/2 x'Lx - b'x`.
-fn projected_objective(
-    matrix: &SymmetricMatrix,
-    b: &[Vec3],
-    rows: &[ConstraintRow],
-    x: &mut [Vec3],
-    scratch: &mut Vec<Vec3>,
-) -> f64 {
-    for row in rows {
-        let gap = row.dot(x) - row.rhs;
-        if gap < 0.0 {
-            row.add_scaled(-gap / row.norm_squared(), x);
+fn free_count(body: &SoftBody) -> usize {
+    body.pd.as_ref().map_or(0, |pd| pd.free_vertices().len())
+}
+
+/// Phase 4: the PD iterations of every island.
+fn iterate(
+    bodies: &mut [SoftBody],
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    h: f64,
+    st: &mut StepState,
+) {
+    let count = st.island_count;
+    let StepState {
+        islands,
+        island_of,
+        offset_of,
+        failures,
+        ..
+    } = st;
+    let islands = &mut islands[..count];
+    let layout = Layout {
+        island_of,
+        offset_of,
+    };
+    let limit = settings.pd_iterations.max(1) + EXTRA_ITERATIONS;
+    while islands.iter().any(Island::active) {
+        // Local steps and unconstrained solves, per body.
+        {
+            let islands = &*islands;
+            bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+                let id = island_of[i];
+                if id == NO_ISLAND || !islands[id as usize].active() {
+                    return;
+                }
+                let o = offset_of[i] as usize;
+                local_and_global(b, &islands[id as usize].force[o..]);
+            });
+        }
+        // Constrained global steps, per island.
+        {
+            let shared = &*bodies;
+            islands
+                .par_iter_mut()
+                .zip(failures.par_iter_mut())
+                .enumerate()
+                .for_each(|(id, (island, failure))| {
+                    if !island.active() {
+                        return;
+                    }
+                    if let Err(reason) =
+                        island.solve(id as u32, shared, obstacles, layout, settings, h)
+                    {
+                        *failure = Some(reason);
+                        island.done = island.iterations;
+                    }
+                });
+        }
+        // Positions back to the bodies; BVHs fitted to them for re-detection.
+        {
+            let islands = &*islands;
+            bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+                let id = island_of[i];
+                if id == NO_ISLAND || failures[id as usize].is_some() {
+                    return;
+                }
+                let island = &islands[id as usize];
+                if island.done >= island.iterations {
+                    return;
+                }
+                let o = offset_of[i] as usize;
+                let Some(pd) = b.pd.as_ref() else { return };
+                for (d, &vi) in pd.free_vertices().iter().enumerate() {
+                    b.x[vi as usize] = island.x[o + d];
+                }
+                if settings.soft_contacts && island.members.len() + usize::from(settings.self_collision) > 1 {
+                    let ws = &mut b.ws;
+                    fit_surface_bvh(
+                        &mut ws.bvh,
+                        &b.mesh,
+                        &b.x,
+                        &b.x,
+                        settings.contact_margin,
+                        &mut ws.bvh_points,
+                    );
+                }
+            });
+        }
+        // Re-detection: penetrations no contact covers get one for the next iteration.
+        {
+            let shared = &*bodies;
+            islands.par_iter_mut().for_each(|island| {
+                if !island.active() {
+                    return;
+                }
+                island.done += 1;
+                let added = island.redetect(shared, obstacles, settings);
+                if added > 0 && island.done == island.iterations && island.iterations < limit {
+                    island.iterations += 1;
+                }
+            });
         }
     }
-    scratch.resize(x.len(), Vec3::zeros());
-    matrix.apply(x, scratch);
-    x.iter()
-        .zip(scratch.iter())
-        .zip(b)
-        .map(|((xi, lxi), bi)| 0.5 * xi.dot(lxi) - bi.dot(xi))
-        .sum()
+    // Statistics: per-body counts; the island's QP figures on its first member.
+    for island in islands.iter() {
+        for (k, &b) in island.members.iter().enumerate() {
+            let stats = &mut bodies[b as usize].last_step.0;
+            stats.pd_iterations = island.done;
+            if k == 0 {
+                stats.mprgp_iterations = island.stats.mprgp_iterations;
+                stats.mprgp_cg_steps = island.stats.mprgp_cg_steps;
+                stats.kkt_residual = island.stats.kkt_residual;
+                stats.active_constraints = island.stats.active;
+                stats.constraints = island.contacts.len();
+                stats.timings.mprgp += island.stats.mprgp_time;
+                stats.timings.detect += island.stats.detect_time;
+            }
+        }
+    }
 }
 
-/// Phases 6-7: velocities, Coulomb friction against obstacles, deformation damping, guard.
-fn respond_and_guard(
+/// One PD iteration's per-body part: local step, right-hand side, and the unconstrained solve
+/// `A^-1 (b + J' lambda_prev)` (the contact forces of the last iteration spread the response
+/// through the body, so the QP starts next to its optimum).
+fn local_and_global(body: &mut SoftBody, force: &[Vec3]) {
+    let SoftBody {
+        pd,
+        x,
+        targets,
+        ws,
+        last_step,
+        ..
+    } = body;
+    let Some(pd) = pd.as_mut() else { return };
+    let t = Instant::now();
+    pd.local_step_warm(x, &mut ws.contributions, &mut ws.frames);
+    last_step.0.timings.local += t.elapsed();
+    let t = Instant::now();
+    pd.assemble_rhs(&ws.y, targets, &ws.contributions, &mut ws.b);
+    for (xf, (b, f)) in ws.x_free.iter_mut().zip(ws.b.iter().zip(force)) {
+        *xf = b + f;
+    }
+    pd.solve_in_place(&mut ws.x_free);
+    last_step.0.timings.global += t.elapsed();
+}
+
+/// Deepest soft-soft penetration (m) at the end of the iterations, along the contacts' frozen
+/// normals.
+fn soft_penetration(bodies: &[SoftBody], st: &StepState) -> f64 {
+    st.islands[..st.island_count]
+        .iter()
+        .flat_map(|island| island.contacts.iter())
+        .filter_map(|c| match c {
+            IslandContact::Soft(s) => Some(-s.gap(
+                &bodies[s.vertex_body as usize].x,
+                &bodies[s.triangle_body as usize].x,
+            )),
+            IslandContact::Obstacle { .. } => None,
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Restitution (part of phase 5): each island's rebound force
+/// ([`Island::restitution_force`]) through each body's prefactored matrix, scaled so that the
+/// bouncing contacts leave at `e` times their approach speed.
+fn restitute(bodies: &mut [SoftBody], obstacles: &[Obstacle], h: f64, st: &mut StepState) {
+    let count = st.island_count;
+    let StepState {
+        islands,
+        island_of,
+        offset_of,
+        deficits,
+        ..
+    } = st;
+    let layout = Layout {
+        island_of,
+        offset_of,
+    };
+    deficits.clear();
+    {
+        let shared = &*bodies;
+        deficits.extend(islands[..count].iter_mut().enumerate().map(|(id, island)| {
+            island.restitution_force(id as u32, shared, obstacles, layout)
+        }));
+    }
+    if deficits.iter().all(Option::is_none) {
+        return;
+    }
+    let islands = &islands[..count];
+    let bouncing = |i: usize| island_of[i] != NO_ISLAND && deficits[island_of[i] as usize].is_some();
+    // Each bouncing body's response A^-1 F / h, in its scratch.
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        if !bouncing(i) {
+            return;
+        }
+        let (id, o) = (island_of[i] as usize, offset_of[i] as usize);
+        let SoftBody { pd, ws, .. } = b;
+        let Some(pd) = pd.as_mut() else { return };
+        let n = pd.free_vertices().len();
+        ws.x_free[..n].copy_from_slice(&islands[id].force[o..o + n]);
+        pd.solve_in_place(&mut ws.x_free[..n]);
+        ws.x_free[..n].iter_mut().for_each(|d| *d /= h);
+    });
+    // The scale of each island's response, in place of its deficit.
+    {
+        let shared = &*bodies;
+        for (id, island) in islands.iter().enumerate() {
+            if let Some(deficit) = deficits[id] {
+                deficits[id] = Some(island.restitution_scale(id as u32, shared, layout, deficit));
+            }
+        }
+    }
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        let Some(scale) = (island_of[i] != NO_ISLAND)
+            .then(|| deficits[island_of[i] as usize])
+            .flatten()
+        else {
+            return;
+        };
+        let SoftBody { pd, v, ws, .. } = b;
+        let Some(pd) = pd.as_ref() else { return };
+        for (d, &vi) in pd.free_vertices().iter().enumerate() {
+            v[vi as usize] += scale * ws.x_free[d];
+        }
+    });
+}
+
+/// Phase 5: the velocity-level contact LCP of every touching contact, solved region by region;
+/// its impulses change velocities and positions.
+fn respond(
+    bodies: &mut [SoftBody],
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    h: f64,
+    st: &mut StepState,
+) -> LcpStats {
+    st.vertex_offsets.clear();
+    st.inv_mass.clear();
+    for b in bodies.iter() {
+        st.vertex_offsets.push(st.inv_mass.len() as u32);
+        match (&b.pd, &b.frozen) {
+            (Some(pd), None) => {
+                let dof = pd.dof_map();
+                st.inv_mass
+                    .extend(pd.masses().iter().zip(dof).map(|(&m, &d)| {
+                        if d == PINNED || !(m > 0.0) { 0.0 } else { 1.0 / m }
+                    }));
+            }
+            _ => st.inv_mass.extend(std::iter::repeat_n(0.0, b.x.len())),
+        }
+    }
+    st.vertex_offsets.push(st.inv_mass.len() as u32);
+    st.lcp.clear();
+    st.points.clear();
+    for b in bodies.iter_mut() {
+        let n = b.x.len();
+        b.ws.friction.clear();
+        b.ws.friction.resize(n, Vec3::zeros());
+    }
+    let skin = settings.soft_contact_skin;
+    for island in &st.islands[..st.island_count] {
+        for (i, contact) in island.contacts.iter().enumerate() {
+            let lambda = island.lambda[i];
+            let friction = island.friction[i];
+            // Remember the friction force for the next step's iteration.
+            let (pb, pv) = contact.primary(bodies);
+            if let Some(f) = bodies[pb as usize].ws.friction.get_mut(pv as usize) {
+                *f += friction;
+            }
+            let (terms, count) = contact.terms(bodies);
+            let (mut gap, mut relative) = (0.0, Vec3::zeros());
+            let mut c = LcpContact::new(contact.normal());
+            for &(b, v, w) in &terms[..count] {
+                let body = &bodies[b as usize];
+                gap += w * c.normal().dot(&body.x[v as usize]);
+                relative += w * body.velocity(v as usize);
+                c.add_term(st.vertex_offsets[b as usize] + v, w);
+            }
+            let (position, touching) = match contact {
+                IslandContact::Obstacle { body, contact } => {
+                    gap -= contact.normal.dot(&contact.point);
+                    relative -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+                    let b = &bodies[*body as usize];
+                    (
+                        b.proxies[contact.proxy as usize].position(&b.x),
+                        Some((*body, contact.obstacle)),
+                    )
+                }
+                IslandContact::Soft(s) => {
+                    gap -= skin;
+                    (bodies[s.vertex_body as usize].x[s.vertex as usize], None)
+                }
+            };
+            if !(lambda > 0.0 || gap < TOUCHING_GAP) {
+                continue;
+            }
+            c.free_velocity = c.frame * relative;
+            c.friction = island.mu[i];
+            c.normal_offset = lambda.max(0.0) * h;
+            let applied = c.frame * (friction * h);
+            c.tangent_offset = [applied.y, applied.z];
+            st.lcp.push(c);
+            st.points.push(ContactPoint {
+                position,
+                normal: c.normal(),
+                region: 0,
+                impulse: (c.normal() * lambda.max(0.0) + friction) * h,
+                soft: touching.is_none(),
+            });
+            if let Some((b, o)) = touching {
+                bodies[b as usize].ws.touching.push(o);
+            }
+        }
+    }
+    for b in bodies.iter_mut() {
+        b.ws.touching.sort_unstable();
+        b.ws.touching.dedup();
+    }
+    let inv_mass = &st.inv_mass;
+    st.lcp
+        .partition(inv_mass.len(), settings.separate_regions, |g| inv_mass[g as usize]);
+    let stats = st.lcp.solve(&settings.lcp, true);
+    for (i, p) in st.points.iter_mut().enumerate() {
+        p.region = st.lcp.region_of(i) as u32;
+        p.impulse += st.lcp.impulse(i);
+    }
+    let locate = |offsets: &[u32], g: usize| {
+        let body = offsets.partition_point(|&o| o as usize <= g) - 1;
+        (body, g - offsets[body] as usize)
+    };
+    for (g, dv) in st.lcp.velocity_changes() {
+        let (body, v) = locate(&st.vertex_offsets, g);
+        bodies[body].v[v] += dv;
+    }
+    // Positions follow the friction impulses (h times their velocity change), so static friction
+    // holds a body where it is instead of only slowing it; the normal impulses change velocities
+    // only, the positions being the QP's (which already keep every contact).
+    for i in 0..st.lcp.len() {
+        let c = st.lcp.contact(i);
+        let impulse = st.lcp.impulse(i);
+        let n = c.normal();
+        let tangential = impulse - n * n.dot(&impulse);
+        if tangential == Vec3::zeros() {
+            continue;
+        }
+        for (g, w) in c.terms() {
+            let (body, v) = locate(&st.vertex_offsets, g);
+            bodies[body].x[v] += (h * w * st.inv_mass[g]) * tangential;
+        }
+    }
+    stats
+}
+
+/// Phase 6 for one body: a failed QP freezes it; otherwise damping, the guard, the deepest
+/// obstacle penetration, and the new last good state.
+fn finish(
     body: &mut SoftBody,
     obstacles: &[Obstacle],
     settings: &WorldSettings,
     h: f64,
-) -> Result<(), FreezeReason> {
+    failure: Option<FreezeReason>,
+) {
+    if body.frozen.is_some() {
+        return;
+    }
+    let t = Instant::now();
+    let verdict = match failure {
+        Some(reason) => Err(reason),
+        None => guard(body, settings, h),
+    };
+    match verdict {
+        Ok(()) => {
+            body.last_step.0.max_penetration = max_penetration(body, obstacles);
+            body.good_x.copy_from_slice(&body.x);
+            body.good_v.copy_from_slice(&body.v);
+        }
+        Err(reason) => {
+            body.freeze(reason);
+            body.last_step.1 = body.frozen.clone();
+        }
+    }
+    body.last_step.0.timings.velocity += t.elapsed();
+}
+
+/// Damping of the deformation, then the checks that freeze a body.
+fn guard(body: &mut SoftBody, settings: &WorldSettings, h: f64) -> Result<(), FreezeReason> {
     let SoftBody {
         pd,
         x,
         v,
         material,
-        proxies,
         ws,
         ..
     } = body;
@@ -270,66 +750,18 @@ fn respond_and_guard(
         return Err(FreezeReason::Factorization("missing system".into()));
     };
     let masses = pd.masses();
-    let dof = pd.dof_map();
-    let ke_before: f64 = 0.5
-        * v.iter()
+    let kinetic = |v: &[Vec3]| {
+        0.5 * v
+            .iter()
             .zip(masses)
             .map(|(vi, m)| m * vi.norm_squared())
-            .sum::<f64>();
-    for i in 0..x.len() {
-        v[i] = (x[i] - ws.x_start[i]) / h;
-    }
-
-    // Friction: per active row, a tangential impulse bounded by mu times the normal impulse
-    // (lambda h), opposing the proxy's velocity relative to the obstacle.
-    if !ws.rows.rows.is_empty() {
-        let problem = QpProblem {
-            a: pd.matrix(),
-            b: &ws.b,
-            rows: &ws.rows.rows,
-        };
-        ws.forces.compute(&problem, &ws.x_free, &mut ws.lambda);
-        for (j, c) in ws.rows.contacts.iter().enumerate() {
-            let lambda = ws.lambda[j];
-            if lambda <= 0.0 {
-                continue;
-            }
-            let obstacle = &obstacles[c.obstacle as usize];
-            let mu = (material.friction * obstacle.friction()).sqrt();
-            let proxy = &proxies[c.proxy as usize];
-            let mut inv_m_eff = 0.0;
-            for k in 0..4 {
-                let vk = proxy.vertices[k] as usize;
-                if proxy.weights[k] != 0.0 && dof[vk] != PINNED {
-                    inv_m_eff += proxy.weights[k] * proxy.weights[k] / masses[vk];
-                }
-            }
-            if !(inv_m_eff > 0.0) {
-                continue;
-            }
-            let rel = proxy.velocity(v) - obstacle.velocity_at(&c.point);
-            let vt = rel - c.normal * c.normal.dot(&rel);
-            let speed = vt.norm();
-            if speed < 1e-12 {
-                continue;
-            }
-            let impulse = (speed / inv_m_eff).min(mu * lambda * h);
-            let dp = -vt * (impulse / speed);
-            for k in 0..4 {
-                let vk = proxy.vertices[k] as usize;
-                if proxy.weights[k] != 0.0 && dof[vk] != PINNED {
-                    v[vk] += proxy.weights[k] * dp / masses[vk];
-                }
-            }
-        }
-    }
-
+            .sum::<f64>()
+    };
+    let ke_before = kinetic(&ws.v_start);
     // Damping of the deformation only: rigid translation and rotation are kept.
     if material.damping > 0.0 {
-        damp_deformation(x, v, masses, dof, (-material.damping * h).exp());
+        damp_deformation(x, v, masses, pd.dof_map(), (-material.damping * h).exp());
     }
-
-    // Guard.
     if !(all_finite(x) && all_finite(v)) {
         return Err(FreezeReason::NonFiniteState);
     }
@@ -338,11 +770,7 @@ fn respond_and_guard(
         return Err(FreezeReason::SpeedLimit { speed: max_speed });
     }
     let total_mass: f64 = masses.iter().sum();
-    let ke_after: f64 = 0.5
-        * v.iter()
-            .zip(masses)
-            .map(|(vi, m)| m * vi.norm_squared())
-            .sum::<f64>();
+    let ke_after = kinetic(v);
     let reference = ke_before.max(0.5 * total_mass);
     if ke_after > settings.runaway_energy_factor * reference {
         return Err(FreezeReason::EnergyRunaway {

@@ -1,0 +1,801 @@
+//! Islands: bodies that touch each other share one constrained global step.
+//!
+//! A soft-soft contact row couples the unknowns of two bodies, so the PD global step of bodies
+//! in contact is one QP over all of their free vertices: `A` block diagonal (each body's
+//! prefactored PD matrix), `b` the stacked right-hand sides, and the rows of every obstacle and
+//! soft-soft contact of the group (eq. (8) of `mprgp-collision-qp.txt`). Bodies linked by
+//! contacts, directly or through others, form an *island* (union-find at the start of the step);
+//! a body touching nothing is an island of one, which is exactly the single-body step. Islands
+//! are independent and solved in parallel; the local steps and prefactored solves stay per body.
+//!
+//! Rows are rebuilt from the island's contacts at every PD iteration, deepest first at the
+//! current iterate, through the [`RowDecoupler`]. A soft-soft row that holds taken vertices at
+//! their positions cannot push them: their share of its force is applied to them as a force in
+//! the next iteration's QP (a lagged reaction), so contact forces stay equal and opposite and
+//! the bodies gain no momentum from touching. A vertex of a frozen body (or a pinned vertex)
+//! is a fixed term of the right-hand side: a frozen body is an immovable obstacle for the others.
+
+use std::time::{Duration, Instant};
+
+use super::WorldSettings;
+use super::body::SoftBody;
+use super::report::FreezeReason;
+use crate::sim::contact::lcp::tangents;
+use crate::sim::contact::{
+    Contact, FrictionModel, Obstacle, RowDecoupler, RowSource, RowTerm, SoftContact, SoftSurface,
+    detect_contacts, detect_soft_contacts,
+};
+use crate::sim::math::Vec3;
+use crate::sim::pd::PINNED;
+use crate::sim::qp::mprgp::Mprgp;
+use crate::sim::qp::{ConstraintRow, ContactForces, QpProblem, SpdOperator};
+
+/// Island id of a body that is in none (frozen).
+pub(crate) const NO_ISLAND: u32 = u32::MAX;
+
+/// A contact an island's QP constrains.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum IslandContact {
+    /// A proxy of body `body` (world index) against an obstacle.
+    Obstacle {
+        /// The body.
+        body: u32,
+        /// The contact (proxy index, obstacle index, plane).
+        contact: Contact,
+    },
+    /// A surface vertex against a triangle (world body indices inside).
+    Soft(SoftContact),
+}
+
+/// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
+/// constrains (positive on the side the normal points to).
+pub(crate) type Terms = ([(u32, u32, f64); 7], usize);
+
+impl IslandContact {
+    /// The contact's vertex terms (weights below 1e-12 left out).
+    pub fn terms(&self, bodies: &[SoftBody]) -> Terms {
+        let mut out = ([(0, 0, 0.0); 7], 0);
+        let mut push = |b: u32, v: u32, w: f64| {
+            if w.abs() >= 1e-12 {
+                out.0[out.1] = (b, v, w);
+                out.1 += 1;
+            }
+        };
+        match self {
+            IslandContact::Obstacle { body, contact } => {
+                let proxy = &bodies[*body as usize].proxies[contact.proxy as usize];
+                for k in 0..4 {
+                    push(*body, proxy.vertices[k], proxy.weights[k]);
+                }
+            }
+            IslandContact::Soft(c) => {
+                push(c.vertex_body, c.vertex, 1.0);
+                for k in 0..3 {
+                    push(c.triangle_body, c.triangle_vertices[k], -c.weights[k]);
+                }
+            }
+        }
+        out
+    }
+
+    /// The contact normal (unit).
+    pub fn normal(&self) -> Vec3 {
+        match self {
+            IslandContact::Obstacle { contact, .. } => contact.normal,
+            IslandContact::Soft(c) => c.normal,
+        }
+    }
+
+    /// The body and vertex that carry the contact on its positive side (the proxy's heaviest
+    /// vertex, or the surface vertex): where its friction is remembered between steps.
+    pub fn primary(&self, bodies: &[SoftBody]) -> (u32, u32) {
+        match self {
+            IslandContact::Obstacle { body, contact } => {
+                let proxy = &bodies[*body as usize].proxies[contact.proxy as usize];
+                let k = (0..4)
+                    .max_by(|&a, &b| proxy.weights[a].total_cmp(&proxy.weights[b]))
+                    .unwrap_or(0);
+                (*body, proxy.vertices[k])
+            }
+            IslandContact::Soft(c) => (c.vertex_body, c.vertex),
+        }
+    }
+
+    /// Friction and restitution of the contact (combined).
+    fn coefficients(&self, bodies: &[SoftBody], obstacles: &[Obstacle]) -> (f64, f64) {
+        match self {
+            IslandContact::Obstacle { body, contact } => bodies[*body as usize]
+                .material
+                .surface()
+                .combine(obstacles[contact.obstacle as usize].surface()),
+            IslandContact::Soft(c) => bodies[c.vertex_body as usize]
+                .material
+                .surface()
+                .combine(&bodies[c.triangle_body as usize].material.surface()),
+        }
+    }
+}
+
+/// Where each body's unknowns are: its island and the island index of its first free vertex.
+#[derive(Clone, Copy)]
+pub(crate) struct Layout<'a> {
+    /// Per body: its island, or [`NO_ISLAND`].
+    pub island_of: &'a [u32],
+    /// Per body: offset of its free vertices in its island's unknowns.
+    pub offset_of: &'a [u32],
+}
+
+impl Layout<'_> {
+    /// The unknown of `vertex` of `body` in island `island`, or `None` if it cannot move there.
+    fn unknown(&self, island: u32, bodies: &[SoftBody], body: usize, vertex: usize) -> Option<u32> {
+        if self.island_of[body] != island {
+            return None;
+        }
+        let d = bodies[body].pd.as_ref()?.dof_map()[vertex];
+        (d != PINNED).then(|| self.offset_of[body] + d)
+    }
+}
+
+/// What the island's constrained global steps did in this step.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IslandStats {
+    pub mprgp_iterations: usize,
+    pub mprgp_cg_steps: usize,
+    pub kkt_residual: f64,
+    pub active: usize,
+    pub mprgp_time: Duration,
+    pub detect_time: Duration,
+}
+
+/// One island's QP data, reused from step to step.
+#[derive(Debug, Default)]
+pub(crate) struct Island {
+    /// Member bodies (world indices), increasing.
+    pub members: Vec<u32>,
+    /// Number of unknowns (free vertices of all members).
+    pub unknowns: usize,
+    /// Contacts of the step (speculative ones first, then those re-detected at iterates).
+    pub contacts: Vec<IslandContact>,
+    /// Per contact: its normal force (N) at the last constrained global step (0 without a row).
+    pub lambda: Vec<f64>,
+    /// Per contact: its restitution coefficient where its approach speed at the start of the
+    /// step exceeds the threshold, else 0 (see [`Island::restitution_force`]).
+    pub restitution: Vec<f64>,
+    /// Per contact: its normal approach speed at the start of the step (m/s).
+    approach: Vec<f64>,
+    /// Per contact: its combined friction coefficient.
+    pub mu: Vec<f64>,
+    /// Per contact: its friction force (N, tangential, on the positive side), iterated with the
+    /// PD iterations (see [`Island::update_friction`]).
+    pub friction: Vec<Vec3>,
+    /// The friction forces per unknown, for the next constrained step.
+    friction_force: Vec<Vec3>,
+    /// PD iterations planned and run.
+    pub iterations: usize,
+    pub done: usize,
+    pub stats: IslandStats,
+    /// `J' lambda` per unknown: the contact forces added to the next unconstrained solve.
+    pub force: Vec<Vec3>,
+    /// The constrained solution per unknown.
+    pub x: Vec<Vec3>,
+    rows: Vec<ConstraintRow>,
+    row_contact: Vec<u32>,
+    /// `(row, unknown, coefficient)` of the terms the rows hold (see [`RowDecoupler`]).
+    held: Vec<(u32, u32, Vec3)>,
+    /// The held terms' share of the last iteration's contact forces, per unknown: applied as a
+    /// force in the next constrained step, so that a held row's force has its reaction.
+    reaction: Vec<Vec3>,
+    /// `b` of the QP: the PD right-hand side plus the reactions.
+    b_qp: Vec<Vec3>,
+    row_lambda: Vec<f64>,
+    order: Vec<(f64, u32)>,
+    decoupler: RowDecoupler,
+    b: Vec<Vec3>,
+    x_alt: Vec<Vec3>,
+    gradient: Vec<Vec3>,
+    mprgp: Mprgp,
+    forces: ContactForces,
+    found: Vec<Contact>,
+    found_soft: Vec<crate::sim::contact::SoftContact>,
+    positions: Vec<Vec3>,
+    pairs: Vec<(u32, u32)>,
+}
+
+/// The island's `A`: each member's PD matrix on its block of unknowns.
+struct IslandMatrix<'a> {
+    bodies: &'a [SoftBody],
+    members: &'a [u32],
+    layout: Layout<'a>,
+    unknowns: usize,
+}
+
+impl IslandMatrix<'_> {
+    fn blocks(&self) -> impl Iterator<Item = (&crate::sim::pd::PdSystem, usize)> + '_ {
+        self.members.iter().filter_map(|&b| {
+            let pd = self.bodies[b as usize].pd.as_ref()?;
+            Some((pd, self.layout.offset_of[b as usize] as usize))
+        })
+    }
+}
+
+impl SpdOperator for IslandMatrix<'_> {
+    fn len(&self) -> usize {
+        self.unknowns
+    }
+    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
+        for (pd, o) in self.blocks() {
+            let n = pd.free_vertices().len();
+            pd.matrix().mul_vec3(&x[o..o + n], &mut out[o..o + n]);
+        }
+    }
+    fn diagonal(&self, out: &mut [Vec3]) {
+        for (pd, o) in self.blocks() {
+            let n = pd.free_vertices().len();
+            SpdOperator::diagonal(pd.matrix(), &mut out[o..o + n]);
+        }
+    }
+}
+
+impl Island {
+    /// Starts a step once [`Island::members`] is filled: their unknowns and the contacts found
+    /// at the start.
+    pub fn begin(
+        &mut self,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        soft: impl Iterator<Item = SoftContact>,
+        settings: &WorldSettings,
+    ) {
+        self.unknowns = self
+            .members
+            .iter()
+            .map(|&b| {
+                bodies[b as usize]
+                    .pd
+                    .as_ref()
+                    .map_or(0, |pd| pd.free_vertices().len())
+            })
+            .sum();
+        self.contacts.clear();
+        for &b in &self.members {
+            self.contacts.extend(
+                bodies[b as usize]
+                    .ws
+                    .contacts
+                    .iter()
+                    .map(|&contact| IslandContact::Obstacle { body: b, contact }),
+            );
+        }
+        self.contacts.extend(soft.map(IslandContact::Soft));
+        self.lambda.clear();
+        self.restitution.clear();
+        self.approach.clear();
+        self.mu.clear();
+        self.friction.clear();
+        self.setup_contacts(0, bodies, obstacles, settings);
+        self.friction_force.clear();
+        self.friction_force.resize(self.unknowns, Vec3::zeros());
+        self.force.clear();
+        self.force.resize(self.unknowns, Vec3::zeros());
+        self.reaction.clear();
+        self.reaction.resize(self.unknowns, Vec3::zeros());
+        self.b_qp.resize(self.unknowns, Vec3::zeros());
+        self.x.resize(self.unknowns, Vec3::zeros());
+        self.b.resize(self.unknowns, Vec3::zeros());
+        self.x_alt.resize(self.unknowns, Vec3::zeros());
+        self.iterations = settings.pd_iterations.max(1);
+        self.done = 0;
+        self.stats = IslandStats::default();
+    }
+
+    /// Per-contact data of contacts `first..`: zero force, restitution target, friction
+    /// coefficient, and the friction force remembered at the contact's primary vertex.
+    fn setup_contacts(
+        &mut self,
+        first: usize,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        settings: &WorldSettings,
+    ) {
+        for c in &self.contacts[first..] {
+            self.lambda.push(0.0);
+            let (mu, e) = c.coefficients(bodies, obstacles);
+            self.mu.push(mu);
+            let approach = approach_speed(c, bodies, obstacles);
+            self.approach.push(approach);
+            self.restitution
+                .push(if approach > settings.restitution_threshold { e } else { 0.0 });
+            let (b, v) = c.primary(bodies);
+            let n = c.normal();
+            let memory = bodies[b as usize]
+                .ws
+                .friction
+                .get(v as usize)
+                .copied()
+                .unwrap_or_else(Vec3::zeros);
+            self.friction.push(memory - n * n.dot(&memory));
+        }
+    }
+
+    /// Whether the island runs another PD iteration.
+    pub fn active(&self) -> bool {
+        self.done < self.iterations
+    }
+
+    /// The gap-violation `c - J x` of contact `i` at the bodies' positions (m; positive when
+    /// violated).
+    fn violation(&self, i: usize, bodies: &[SoftBody], skin: f64) -> f64 {
+        match &self.contacts[i] {
+            IslandContact::Obstacle { body, contact } => {
+                let b = &bodies[*body as usize];
+                let p = b.proxies[contact.proxy as usize].position(&b.x);
+                contact.normal.dot(&(contact.point - p))
+            }
+                IslandContact::Soft(c) => {
+                    skin - c.gap(
+                        &bodies[c.vertex_body as usize].x,
+                        &bodies[c.triangle_body as usize].x,
+                    )
+                }
+            }
+    }
+
+    /// Decoupled rows of every contact at the bodies' current positions, deepest first.
+    fn build_rows(&mut self, id: u32, bodies: &[SoftBody], layout: Layout<'_>, skin: f64) {
+        self.order.clear();
+        for i in 0..self.contacts.len() {
+            let v = self.violation(i, bodies, skin);
+            self.order.push((v, i as u32));
+        }
+        self.order
+            .sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.decoupler.reset(self.unknowns);
+        self.rows.clear();
+        self.row_contact.clear();
+        self.held.clear();
+        let mut terms = [RowTerm {
+            unknown: None,
+            coeff: Vec3::zeros(),
+            x: Vec3::zeros(),
+        }; 4];
+        for &(_, i) in &self.order {
+            let (count, rhs, normal, source, hold) = match &self.contacts[i as usize] {
+                IslandContact::Obstacle { body, contact } => {
+                    let b = &bodies[*body as usize];
+                    let proxy = &b.proxies[contact.proxy as usize];
+                    for k in 0..4 {
+                        let v = proxy.vertices[k] as usize;
+                        terms[k] = RowTerm {
+                            unknown: layout.unknown(id, bodies, *body as usize, v),
+                            coeff: proxy.weights[k] * contact.normal,
+                            x: b.x[v],
+                        };
+                    }
+                    (
+                        4,
+                        contact.normal.dot(&contact.point),
+                        contact.normal,
+                        RowSource::Obstacle(contact.obstacle),
+                        false,
+                    )
+                }
+                IslandContact::Soft(c) => {
+                    let (a, t) = (c.vertex_body as usize, c.triangle_body as usize);
+                    terms[0] = RowTerm {
+                        unknown: layout.unknown(id, bodies, a, c.vertex as usize),
+                        coeff: c.normal,
+                        x: bodies[a].x[c.vertex as usize],
+                    };
+                    for k in 0..3 {
+                        let v = c.triangle_vertices[k] as usize;
+                        terms[k + 1] = RowTerm {
+                            unknown: layout.unknown(id, bodies, t, v),
+                            coeff: -c.weights[k] * c.normal,
+                            x: bodies[t].x[v],
+                        };
+                    }
+                    (4, skin, c.normal, RowSource::Soft, true)
+                }
+            };
+            if self.decoupler.add(
+                &terms[..count],
+                rhs,
+                &normal,
+                source,
+                hold,
+                &mut self.rows,
+                &mut self.held,
+            ) {
+                self.row_contact.push(i);
+            }
+        }
+    }
+
+    /// One constrained global step: the QP over the island's unknowns, from the members'
+    /// right-hand sides and unconstrained solutions (in their workspaces). Leaves the solution
+    /// in [`Island::x`], the contact forces in [`Island::lambda`] and [`Island::force`].
+    ///
+    /// # Errors
+    /// The QP failed (a non-finite value): the island's bodies must be frozen.
+    #[allow(clippy::too_many_arguments)]
+    pub fn solve(
+        &mut self,
+        id: u32,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        layout: Layout<'_>,
+        settings: &WorldSettings,
+        h: f64,
+    ) -> Result<(), FreezeReason> {
+        let t = Instant::now();
+        for &b in &self.members {
+            let body = &bodies[b as usize];
+            let Some(pd) = body.pd.as_ref() else { continue };
+            let o = layout.offset_of[b as usize] as usize;
+            let n = pd.free_vertices().len();
+            self.b[o..o + n].copy_from_slice(&body.ws.b[..n]);
+            self.x[o..o + n].copy_from_slice(&body.ws.x_free[..n]);
+            for (d, &vi) in pd.free_vertices().iter().enumerate() {
+                self.x_alt[o + d] = body.x[vi as usize];
+            }
+        }
+        self.build_rows(id, bodies, layout, settings.soft_contact_skin);
+        for (q, ((b, r), f)) in self.b_qp.iter_mut().zip(
+            self.b
+                .iter()
+                .zip(&self.reaction)
+                .zip(&self.friction_force),
+        ) {
+            *q = b + r + f;
+        }
+        self.lambda.iter_mut().for_each(|l| *l = 0.0);
+        self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
+        self.reaction.iter_mut().for_each(|f| *f = Vec3::zeros());
+        if self.rows.is_empty() {
+            // Nothing touches: no contact force, so no friction either.
+            self.friction.iter_mut().for_each(|f| *f = Vec3::zeros());
+            self.friction_force.iter_mut().for_each(|f| *f = Vec3::zeros());
+            self.stats.mprgp_time += t.elapsed();
+            return Ok(());
+        }
+        let matrix = IslandMatrix {
+            bodies,
+            members: &self.members,
+            layout,
+            unknowns: self.unknowns,
+        };
+        // Warm start: the better of the projected unconstrained solution (which already holds
+        // the last iteration's contact forces) and the projected previous iterate.
+        let f_new = projected_objective(
+            &matrix,
+            &self.b_qp,
+            &self.rows,
+            &mut self.x,
+            &mut self.gradient,
+        );
+        let f_old = projected_objective(
+            &matrix,
+            &self.b_qp,
+            &self.rows,
+            &mut self.x_alt,
+            &mut self.gradient,
+        );
+        if f_old < f_new {
+            self.x.copy_from_slice(&self.x_alt);
+        }
+        self.mprgp.settings = settings.mprgp;
+        let problem = QpProblem {
+            a: &matrix,
+            b: &self.b_qp,
+            rows: &self.rows,
+        };
+        let qp = self
+            .mprgp
+            .solve(&problem, &mut self.x)
+            .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
+        self.forces.compute(&problem, &self.x, &mut self.row_lambda);
+        for (j, row) in self.rows.iter().enumerate() {
+            let l = self.row_lambda[j];
+            self.lambda[self.row_contact[j] as usize] = l;
+            if l > 0.0 {
+                row.add_scaled(l, &mut self.force);
+            }
+        }
+        for &(j, d, coeff) in &self.held {
+            let l = self.row_lambda[j as usize];
+            if l > 0.0 {
+                self.reaction[d as usize] += l * coeff;
+            }
+        }
+        self.update_friction(id, bodies, obstacles, layout, settings, h);
+        for (f, (r, fr)) in self
+            .force
+            .iter_mut()
+            .zip(self.reaction.iter().zip(&self.friction_force))
+        {
+            *f += r + fr;
+        }
+        self.stats.mprgp_iterations += qp.iterations;
+        self.stats.mprgp_cg_steps += qp.cg_steps;
+        self.stats.kkt_residual = qp.relative_residual;
+        self.stats.active = qp.active;
+        self.stats.mprgp_time += t.elapsed();
+        Ok(())
+    }
+
+    /// One projected Jacobi update of every contact's friction force after a constrained step
+    /// (Coulomb friction inside the implicit step, as in projective dynamics with dry frictional
+    /// contact). With the contact's relative tangential displacement over the step `s` at the
+    /// new iterate and `s_c = sum_v w_v^2 / m_v`, the force that would cancel it if only the
+    /// contact's own masses moved is `-s / (h^2 s_c)`:
+    ///
+    /// `f <- Proj_{|f| <= mu lambda}(f - s / (h^2 s_c))`
+    ///
+    /// projected on the disc (cone) or the square of the contact's tangents (pyramid). Because
+    /// `A >= M / h^2`, a force moves its vertices at most as far as the mass-only estimate says,
+    /// so the iteration never overshoots and converges to the sticking force inside the cone,
+    /// or to `mu lambda` against the slip on its rim. The forces enter the next iteration's QP
+    /// as external forces, so the whole body (not only the contact vertices) carries them, and
+    /// they are remembered at the contacts' vertices to start the next step.
+    fn update_friction(
+        &mut self,
+        id: u32,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        layout: Layout<'_>,
+        settings: &WorldSettings,
+        h: f64,
+    ) {
+        self.friction_force
+            .iter_mut()
+            .for_each(|f| *f = Vec3::zeros());
+        for (i, contact) in self.contacts.iter().enumerate() {
+            let lambda = self.lambda[i];
+            let limit = self.mu[i] * lambda;
+            if !(limit > 0.0) {
+                self.friction[i] = Vec3::zeros();
+                continue;
+            }
+            let (terms, count) = contact.terms(bodies);
+            let mut moved = Vec3::zeros();
+            let mut compliance = 0.0;
+            let mut unknowns = [None; 7];
+            for (k, &(b, v, w)) in terms[..count].iter().enumerate() {
+                let body = &bodies[b as usize];
+                let u = layout.unknown(id, bodies, b as usize, v as usize);
+                let now = u.map_or(body.x[v as usize], |u| self.x[u as usize]);
+                moved += w * (now - body.start_position(v as usize));
+                if let (Some(_), Some(pd)) = (u, body.pd.as_ref()) {
+                    let m = pd.masses()[v as usize];
+                    if m > 0.0 {
+                        compliance += w * w / m;
+                    }
+                }
+                unknowns[k] = u;
+            }
+            if let IslandContact::Obstacle { contact, .. } = contact {
+                moved -= h * obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+            }
+            let n = contact.normal();
+            let slip = moved - n * n.dot(&moved);
+            if !(compliance > 0.0) {
+                self.friction[i] = Vec3::zeros();
+                continue;
+            }
+            let trial = self.friction[i] - slip / (h * h * compliance);
+            let trial = trial - n * n.dot(&trial);
+            let f = match settings.lcp.friction {
+                FrictionModel::Cone => {
+                    let norm = trial.norm();
+                    if norm > limit { trial * (limit / norm) } else { trial }
+                }
+                FrictionModel::Pyramid => {
+                    let (t1, t2) = tangents(&n);
+                    t1 * t1.dot(&trial).clamp(-limit, limit) + t2 * t2.dot(&trial).clamp(-limit, limit)
+                }
+            };
+            self.friction[i] = f;
+            for (k, &(_, _, w)) in terms[..count].iter().enumerate() {
+                if let Some(u) = unknowns[k] {
+                    self.friction_force[u as usize] += w * f;
+                }
+            }
+        }
+    }
+
+    /// Restitution, first half. Every contact that closed faster than the threshold at the start
+    /// of the step should leave at `e` times that speed (Newton's rule, eq. (9) of the regions
+    /// paper). The rebound is applied as a force with the shape of the step's contact forces,
+    /// `F = sum_c e_c lambda_c n_c J_c'` (into [`Island::force`]), scaled by a factor `alpha`
+    /// chosen so that the contacts' normal velocity, averaged with the weights `e_c lambda_c`,
+    /// reaches the same average of `e_c` times their approach speeds. Through each body's
+    /// prefactored matrix (`dv = alpha A^-1 F / h`, [`Island::restitution_scale`]) the rebound
+    /// spreads through the body as the impact did: a velocity-level impulse on the few contact
+    /// vertices alone would hand them the whole body's rebound momentum. Returns the average
+    /// velocity the contacts still lack (m/s), or `None` if nothing bounces.
+    pub fn restitution_force(
+        &mut self,
+        id: u32,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        layout: Layout<'_>,
+    ) -> Option<f64> {
+        self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
+        let (mut weight, mut deficit) = (0.0, 0.0);
+        for (i, contact) in self.contacts.iter().enumerate() {
+            let push = self.restitution[i] * self.lambda[i];
+            if !(push > 0.0) {
+                continue;
+            }
+            let n = contact.normal();
+            let (terms, count) = contact.terms(bodies);
+            let mut velocity = Vec3::zeros();
+            for &(b, v, w) in &terms[..count] {
+                velocity += w * bodies[b as usize].velocity(v as usize);
+                if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
+                    self.force[u as usize] += (push * w) * n;
+                }
+            }
+            if let IslandContact::Obstacle { contact, .. } = contact {
+                velocity -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+            }
+            weight += push;
+            deficit += push * (self.restitution[i] * self.approach[i] - n.dot(&velocity));
+        }
+        (weight > 0.0 && deficit > 0.0).then(|| deficit / weight)
+    }
+
+    /// Restitution, second half: the factor `alpha` for a deficit `deficit` (m/s), given each
+    /// member's response `A^-1 F / h` to the force of [`Island::restitution_force`] per free
+    /// vertex in its workspace (`ws.x_free`).
+    pub fn restitution_scale(
+        &self,
+        id: u32,
+        bodies: &[SoftBody],
+        layout: Layout<'_>,
+        deficit: f64,
+    ) -> f64 {
+        let (mut weight, mut response) = (0.0, 0.0);
+        for (i, contact) in self.contacts.iter().enumerate() {
+            let push = self.restitution[i] * self.lambda[i];
+            if !(push > 0.0) {
+                continue;
+            }
+            let n = contact.normal();
+            let (terms, count) = contact.terms(bodies);
+            for &(b, v, w) in &terms[..count] {
+                if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
+                    let d = u - layout.offset_of[b as usize];
+                    response += push * w * n.dot(&bodies[b as usize].ws.x_free[d as usize]);
+                }
+            }
+            weight += push;
+        }
+        if response > 0.0 {
+            deficit * weight / response
+        } else {
+            0.0
+        }
+    }
+
+    /// After an iteration: contacts at the new positions that no contact of the island covers
+    /// yet (a proxy pushed into a second obstacle, a vertex through a neighbour's surface).
+    /// Returns how many were added. The members' BVHs must be fitted to their positions.
+    pub fn redetect(
+        &mut self,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        settings: &WorldSettings,
+    ) -> usize {
+        let t = Instant::now();
+        let before = self.contacts.len();
+        for &b in &self.members {
+            let body = &bodies[b as usize];
+            self.found.clear();
+            detect_contacts(
+                &body.proxies,
+                &body.x,
+                obstacles,
+                0.0,
+                &[],
+                &mut self.positions,
+                &mut self.found,
+            );
+            for c in &self.found {
+                let known = self.contacts[..before].iter().any(|k| {
+                    matches!(k, IslandContact::Obstacle { body, contact }
+                        if *body == b && contact.proxy == c.proxy && contact.obstacle == c.obstacle)
+                });
+                if c.depth > 1e-9 && !known {
+                    self.contacts.push(IslandContact::Obstacle {
+                        body: b,
+                        contact: *c,
+                    });
+                }
+            }
+        }
+        if settings.soft_contacts {
+            for &a in &self.members {
+                for &b in &self.members {
+                    if a == b && !settings.self_collision {
+                        continue;
+                    }
+                    let (ba, bb) = (&bodies[a as usize], &bodies[b as usize]);
+                    self.found_soft.clear();
+                    detect_soft_contacts(
+                        &surface_at(a, ba),
+                        &surface_at(b, bb),
+                        0.0,
+                        settings.soft_depth_limit,
+                        &mut self.pairs,
+                        &mut self.found_soft,
+                    );
+                    for c in &self.found_soft {
+                        let known = self.contacts[..before].iter().any(|k| {
+                            matches!(k, IslandContact::Soft(s)
+                                if s.vertex_body == c.vertex_body
+                                    && s.vertex == c.vertex
+                                    && s.triangle_body == c.triangle_body)
+                        });
+                        if c.depth > 1e-9 && !known {
+                            self.contacts.push(IslandContact::Soft(*c));
+                        }
+                    }
+                }
+            }
+        }
+        self.setup_contacts(before, bodies, obstacles, settings);
+        self.stats.detect_time += t.elapsed();
+        self.contacts.len() - before
+    }
+}
+
+/// The normal approach speed (m/s) of a contact at the start of the step (positive when
+/// closing).
+fn approach_speed(contact: &IslandContact, bodies: &[SoftBody], obstacles: &[Obstacle]) -> f64 {
+    let (terms, count) = contact.terms(bodies);
+    let mut v: Vec3 = terms[..count]
+        .iter()
+        .map(|&(b, i, w)| w * bodies[b as usize].start_velocity(i as usize))
+        .sum();
+    if let IslandContact::Obstacle { contact, .. } = contact {
+        v -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+    }
+    -contact.normal().dot(&v)
+}
+
+/// A body's surface at its current positions (the step's start as the self-collision
+/// reference); its BVH must be fitted to them.
+fn surface_at(index: u32, body: &SoftBody) -> SoftSurface<'_> {
+    SoftSurface {
+        body: index,
+        mesh: &body.mesh,
+        x_start: &body.x,
+        x_end: &body.x,
+        x_reference: &body.ws.x_start,
+        bvh: &body.ws.bvh,
+    }
+}
+
+/// Projects `x` onto the rows (closed form for decoupled rows) and returns `1/2 x'Ax - b'x`.
+fn projected_objective(
+    matrix: &impl SpdOperator,
+    b: &[Vec3],
+    rows: &[ConstraintRow],
+    x: &mut [Vec3],
+    scratch: &mut Vec<Vec3>,
+) -> f64 {
+    for row in rows {
+        let gap = row.dot(x) - row.rhs;
+        if gap < 0.0 {
+            row.add_scaled(-gap / row.norm_squared(), x);
+        }
+    }
+    scratch.resize(x.len(), Vec3::zeros());
+    matrix.apply(x, scratch);
+    x.iter()
+        .zip(scratch.iter())
+        .zip(b)
+        .map(|((xi, lxi), bi)| 0.5 * xi.dot(lxi) - bi.dot(xi))
+        .sum()
+}

@@ -131,7 +131,7 @@ fn dynamic_skittles() -> Vec<ContactLcp> {
     let mut problems: Vec<ContactLcp> = Vec::new();
     for _ in 0..90 {
         world.step(DT).unwrap();
-        if world.contact_lcp().len() > 0 {
+        if !world.contact_lcp().is_empty() {
             problems.push(world.contact_lcp().clone());
         }
     }
@@ -230,7 +230,10 @@ fn main() {
             c.monolithic / c.separated
         );
     }
-    println!("separated solve of the pile: 1 thread {one:.3} ms, 2 threads {two:.3} ms ({:.2}x)", one / two);
+    println!(
+        "separated solve of the pile: 1 thread {one:.3} ms, 2 threads {two:.3} ms ({:.2}x)",
+        one / two
+    );
 
     println!("\nsoft-soft broadphase + narrowphase per step (two spheres, both directions)");
     println!("| surface triangles | ms |");
@@ -253,9 +256,9 @@ fn main() {
             c.monolithic / c.separated
         )
     };
-    let _ = write!(
+    let _ = writeln!(
         json,
-        "{{\"static_pile\": {}, \"dynamic_skittles\": {}, \"speedup_2_threads\": {:.4}, \"broadphase\": [{}]}}\n",
+        "{{\"static_pile\": {}, \"dynamic_skittles\": {}, \"speedup_2_threads\": {:.4}, \"broadphase\": [{}]}}",
         scene(&s),
         scene(&d),
         one / two,

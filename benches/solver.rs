@@ -7,8 +7,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bevy_deformable::sim::contact::{DecoupledRows, build_rows, detect_contacts};
+use bevy_deformable::sim::contact::{RowDecoupler, RowSource, RowSpec, RowTerm, detect_contacts};
+use bevy_deformable::sim::pd::PINNED;
 use bevy_deformable::sim::pd::{PdSetup, PdSystem};
+use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::{Mprgp, MprgpSettings};
 use bevy_deformable::sim::qp::pgs::{DualPgs, PgsSettings};
 use bevy_deformable::sim::qp::{QpProblem, kkt_residual};
@@ -81,7 +83,7 @@ fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
 struct RecordedQp {
     pd: PdSystem,
     b: Vec<Vec3>,
-    rows: DecoupledRows,
+    rows: Vec<ConstraintRow>,
 }
 
 fn record_qp(resolution: usize) -> RecordedQp {
@@ -120,9 +122,28 @@ fn record_qp(resolution: usize) -> RecordedQp {
     let mut contacts = Vec::new();
     let mut scratch = Vec::new();
     detect_contacts(&proxies, &y, &floor, 0.01, &[], &mut scratch, &mut contacts);
-    let mut rows = DecoupledRows::default();
-    rows.reset(mesh.vertex_count());
-    build_rows(&mut contacts, &proxies, pd.dof_map(), &y, &mut rows);
+    // Decoupled rows, deepest first, as the step builds them.
+    contacts.sort_by(|a, b| b.depth.total_cmp(&a.depth).then(a.proxy.cmp(&b.proxy)));
+    let mut decoupler = RowDecoupler::default();
+    decoupler.reset(pd.free_vertices().len());
+    let (mut rows, mut held) = (Vec::new(), Vec::new());
+    for c in &contacts {
+        let v = proxies[c.proxy as usize].vertices[0] as usize;
+        let d = pd.dof_map()[v];
+        let term = RowTerm {
+            unknown: (d != PINNED).then_some(d),
+            coeff: c.normal,
+            x: y[v],
+            held: false,
+        };
+        let spec = RowSpec {
+            rhs: c.normal.dot(&c.point),
+            normal: c.normal,
+            source: RowSource::Obstacle(c.obstacle),
+            hold: false,
+        };
+        decoupler.add(&[term], spec, &mut rows, &mut held);
+    }
     // Keep `pd` usable as a solver: one solve to check it is factored.
     let mut probe = b.clone();
     pd.solve_in_place(&mut probe);
@@ -219,7 +240,7 @@ fn main() {
     // that PGS may use mutably.
     let mut qp = record_qp(9);
     let mut solver = record_qp(9).pd;
-    let rows = qp.rows.rows.clone();
+    let rows = qp.rows.clone();
     let b = qp.b.clone();
     let n = b.len();
     let mut mprgp = Mprgp::new(MprgpSettings::default());

@@ -61,7 +61,8 @@ fn setup(
         );
         let material = SoftMaterial::JELLY.with_youngs_modulus(3.0e4 + 2.0e4 * (i % 3) as f32);
         let look = MeshMaterial3d(materials.add(common::soft_look(color)));
-        let transform = Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.3 * i as f32));
+        let transform =
+            Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.3 * i as f32));
         if i % 2 == 0 {
             commands.spawn((
                 DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(size as f64), 4)),

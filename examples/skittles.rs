@@ -40,17 +40,9 @@ fn setup(
     let skittle_look = materials.add(common::soft_look(Color::srgb(0.95, 0.93, 0.88)));
     for row in 0..4 {
         for k in 0..=row {
-            let at = Vec3::new(
-                0.17 * row as f32,
-                1.2,
-                (k as f32 - row as f32 / 2.0) * 0.16,
-            );
+            let at = Vec3::new(0.17 * row as f32, 1.2, (k as f32 - row as f32 / 2.0) * 0.16);
             commands.spawn((
-                DeformableBody::from(TetMesh::capsule(
-                    radius as f64,
-                    half_height as f64,
-                    4,
-                )),
+                DeformableBody::from(TetMesh::capsule(radius as f64, half_height as f64, 4)),
                 Mesh3d(skittle_mesh.clone()),
                 SoftMaterial::RUBBER.with_friction(0.4),
                 MeshMaterial3d(skittle_look.clone()),

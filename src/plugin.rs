@@ -43,8 +43,7 @@ use bevy::transform::helper::TransformHelper;
 use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
 use crate::components::{
     Attachment, CollisionProxy, DeformableBody, DeformableState, InitialVelocity, Obstacle, Pin,
-    SoftMaterial,
-    TetMeshSource,
+    SoftMaterial, TetMeshSource,
 };
 use crate::convert::{quat_to_sim, to_bevy, to_sim};
 use crate::diagnostics::{self, DeformableDiagnostics};
@@ -503,8 +502,7 @@ fn create_bodies(
             &mut world, mesh, material, proxy, transform, pin, attachment, &mut state,
         ) {
             Ok((h, mesh)) => {
-                if let (Some(v), Ok(velocities)) =
-                    (initial_velocity, world.world.velocities_mut(h))
+                if let (Some(v), Ok(velocities)) = (initial_velocity, world.world.velocities_mut(h))
                 {
                     velocities.fill(to_sim(v.0));
                 }

@@ -482,8 +482,7 @@ impl TetMesh {
     /// because they are neighbours: `v` is a corner of `t` or shares a boundary edge with one.
     pub fn is_near_triangle(&self, v: u32, t: &[u32; 3]) -> bool {
         let ring = self.surface_ring(v);
-        t.iter()
-            .any(|&c| c == v || ring.binary_search(&c).is_ok())
+        t.iter().any(|&c| c == v || ring.binary_search(&c).is_ok())
     }
 
     /// Inverse rest shape matrix `D_m^-1` of each tet (1/m).

@@ -14,10 +14,11 @@
 //!   rule, made deterministic by the depth order);
 //! - a soft-soft row instead *holds* its taken vertices: their terms move to the right-hand side
 //!   at their current positions, so the row constrains its remaining vertices against the
-//!   others' present positions. Dense soft-soft contact (a face resting on a face, where every
-//!   triangle shares its corners with six others) keeps a row for nearly every vertex this way,
-//!   where dropping would lose two of three. Rows are rebuilt from the current positions at
-//!   every PD iteration, so a held vertex's row follows it.
+//!   others' present positions (a term may also ask to be held outright). Dense soft-soft
+//!   contact (a face resting on a face, where every triangle shares its corners with six
+//!   others) keeps a row for every vertex this way, where dropping would lose two of three.
+//!   Rows are rebuilt from the current positions at every PD iteration, so a held vertex's row
+//!   follows it.
 //!
 //! Pinned vertices are always terms of the right-hand side. A row whose free coefficients carry
 //! less than a tenth of its squared norm (held or pinned vertices carry the rest) is dropped: it
@@ -43,6 +44,9 @@ pub struct RowTerm {
     pub coeff: Vec3,
     /// The vertex's current position (m), for terms moved to the right-hand side.
     pub x: Vec3,
+    /// Whether the term is held at `x` even if its vertex is free (the caller applies the
+    /// term's share of the row's force as a force instead).
+    pub held: bool,
 }
 
 /// What a row is against, for the corner rule.
@@ -50,8 +54,21 @@ pub struct RowTerm {
 pub enum RowSource {
     /// An obstacle (its index).
     Obstacle(u32),
-    /// A soft body's surface.
-    Soft,
+    /// A soft body's surface (the body's index).
+    Soft(u32),
+}
+
+/// What a row asks besides its terms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowSpec {
+    /// The right-hand side `c` of `sum terms >= c`.
+    pub rhs: f64,
+    /// The contact normal (for the corner rule).
+    pub normal: Vec3,
+    /// What the row is against (for the corner rule).
+    pub source: RowSource,
+    /// Hold taken vertices (the soft-soft rule) instead of dropping the row.
+    pub hold: bool,
 }
 
 /// Admits decoupled rows over the unknowns of a QP (see the module docs).
@@ -71,9 +88,13 @@ impl RowDecoupler {
         self.uses.clear();
         self.uses.resize(unknowns, 0);
         self.vertex_rows.clear();
-        self.vertex_rows
-            .resize(unknowns, [0; MAX_ROWS_PER_VERTEX]);
+        self.vertex_rows.resize(unknowns, [0; MAX_ROWS_PER_VERTEX]);
         self.sources.clear();
+    }
+
+    /// Whether no row uses unknown `d` yet.
+    pub fn is_free(&self, d: u32) -> bool {
+        self.uses.get(d as usize) == Some(&0)
     }
 
     /// Whether a one-vertex row from `source` with `normal` may join unknown `d`.
@@ -97,32 +118,31 @@ impl RowDecoupler {
     pub fn add(
         &mut self,
         terms: &[RowTerm],
-        rhs: f64,
-        normal: &Vec3,
-        source: RowSource,
-        hold: bool,
+        spec: RowSpec,
         rows: &mut Vec<ConstraintRow>,
         held: &mut Vec<(u32, u32, Vec3)>,
     ) -> bool {
         let held_start = held.len();
-        let admitted = self.admit(terms, rhs, normal, source, hold, rows, held);
+        let admitted = self.admit(terms, spec, rows, held);
         if !admitted {
             held.truncate(held_start);
         }
         admitted
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn admit(
         &mut self,
         terms: &[RowTerm],
-        rhs: f64,
-        normal: &Vec3,
-        source: RowSource,
-        hold: bool,
+        spec: RowSpec,
         rows: &mut Vec<ConstraintRow>,
         held: &mut Vec<(u32, u32, Vec3)>,
     ) -> bool {
+        let RowSpec {
+            rhs,
+            normal,
+            source,
+            hold,
+        } = spec;
         let mut row = ConstraintRow::single(0, Vec3::zeros(), rhs);
         row.len = 0;
         let full: f64 = terms.iter().map(|t| t.coeff.norm_squared()).sum();
@@ -140,7 +160,7 @@ impl RowDecoupler {
                 row.coeffs[e] += t.coeff;
                 continue;
             }
-            if hold && self.uses[d as usize] != 0 {
+            if t.held || (hold && self.uses[d as usize] != 0) {
                 row.rhs -= t.coeff.dot(&t.x);
                 held.push((rows.len() as u32, d, t.coeff));
                 continue;
@@ -161,7 +181,7 @@ impl RowDecoupler {
         let j = self.sources.len() as u32;
         if row.len == 1 {
             let d = row.vertices[0] as usize;
-            if !self.accepts_corner(d, normal, source) {
+            if !self.accepts_corner(d, &normal, source) {
                 return false;
             }
             let u = self.uses[d] as usize;
@@ -175,7 +195,7 @@ impl RowDecoupler {
                 self.uses[row.vertices[e] as usize] = EXCLUSIVE;
             }
         }
-        self.sources.push((source, *normal));
+        self.sources.push((source, normal));
         rows.push(row);
         true
     }
@@ -190,6 +210,7 @@ mod tests {
             unknown,
             coeff,
             x: Vec3::new(0.0, -1.0, 0.0),
+            held: false,
         }
     }
 
@@ -207,12 +228,28 @@ mod tests {
             term(Some(2), 0.25 * n),
             term(None, 0.25 * n),
         ];
-        assert!(d.add(&embedded, 0.0, &n, RowSource::Obstacle(0), false, &mut rows, &mut held));
+        assert!(d.add(
+            &embedded,
+            RowSpec {
+                rhs: 0.0,
+                normal: n,
+                source: RowSource::Obstacle(0),
+                hold: false
+            },
+            &mut rows,
+            &mut held
+        ));
         // The pinned vertex moved to the right-hand side: 0 - 0.25 * (-1).
         assert_eq!(rows[0].len, 3);
         assert!((rows[0].rhs - 0.25).abs() < 1e-15);
         // A later one-vertex obstacle row on a taken vertex is dropped.
-        assert!(!d.add(&[term(Some(0), n)], 0.0, &n, RowSource::Obstacle(1), false, &mut rows, &mut held));
+        let spec = RowSpec {
+            rhs: 0.0,
+            normal: n,
+            source: RowSource::Obstacle(1),
+            hold: false,
+        };
+        assert!(!d.add(&[term(Some(0), n)], spec, &mut rows, &mut held));
         assert_eq!(rows.len(), 1);
     }
 
@@ -223,15 +260,13 @@ mod tests {
         let mut rows = Vec::new();
         let mut held = Vec::new();
         let mut add = |normal: Vec3, obstacle: u32| {
-            d.add(
-                &[term(Some(0), normal)],
-                0.0,
-                &normal,
-                RowSource::Obstacle(obstacle),
-                false,
-                &mut rows,
-                &mut held,
-            )
+            let spec = RowSpec {
+                rhs: 0.0,
+                normal,
+                source: RowSource::Obstacle(obstacle),
+                hold: false,
+            };
+            d.add(&[term(Some(0), normal)], spec, &mut rows, &mut held)
         };
         assert!(add(Vec3::x(), 1));
         assert!(add(Vec3::y(), 0));
@@ -257,7 +292,17 @@ mod tests {
             term(Some(2), -0.25 * n),
             term(Some(3), -0.25 * n),
         ];
-        assert!(d.add(&first, 0.0, &n, RowSource::Soft, true, &mut rows, &mut held));
+        assert!(d.add(
+            &first,
+            RowSpec {
+                rhs: 0.0,
+                normal: n,
+                source: RowSource::Soft(1),
+                hold: true
+            },
+            &mut rows,
+            &mut held
+        ));
         // Vertex 4 against the triangle (2, 3, 1): every triangle vertex is taken and held.
         let second = [
             term(Some(4), n),
@@ -265,7 +310,17 @@ mod tests {
             term(Some(3), -0.3 * n),
             term(Some(1), -0.5 * n),
         ];
-        assert!(d.add(&second, 0.0, &n, RowSource::Soft, true, &mut rows, &mut held));
+        assert!(d.add(
+            &second,
+            RowSpec {
+                rhs: 0.0,
+                normal: n,
+                source: RowSource::Soft(1),
+                hold: true
+            },
+            &mut rows,
+            &mut held
+        ));
         assert_eq!(rows[1].len, 1);
         assert_eq!(rows[1].vertices[0], 4);
         // Its three triangle terms are held, each reported with its coefficient.
@@ -279,12 +334,42 @@ mod tests {
             term(Some(4), -0.05 * n),
             term(Some(2), -0.95 * n),
         ];
-        assert!(!d.add(&third, 0.0, &n, RowSource::Soft, true, &mut rows, &mut held));
+        assert!(!d.add(
+            &third,
+            RowSpec {
+                rhs: 0.0,
+                normal: n,
+                source: RowSource::Soft(1),
+                hold: true
+            },
+            &mut rows,
+            &mut held
+        ));
         // Without holding, the second row would be dropped.
         let mut d2 = RowDecoupler::default();
         d2.reset(5);
         let mut rows2 = Vec::new();
-        assert!(d2.add(&first, 0.0, &n, RowSource::Soft, false, &mut rows2, &mut held));
-        assert!(!d2.add(&second, 0.0, &n, RowSource::Soft, false, &mut rows2, &mut held));
+        assert!(d2.add(
+            &first,
+            RowSpec {
+                rhs: 0.0,
+                normal: n,
+                source: RowSource::Soft(1),
+                hold: false
+            },
+            &mut rows2,
+            &mut held
+        ));
+        assert!(!d2.add(
+            &second,
+            RowSpec {
+                rhs: 0.0,
+                normal: n,
+                source: RowSource::Soft(1),
+                hold: false
+            },
+            &mut rows2,
+            &mut held
+        ));
     }
 }

@@ -49,7 +49,6 @@
 //! one is worse. The residual of a contact is `s_c (lambda_c - Proj_K(lambda_c - u_c / s_c))`:
 //! velocity units (m/s), zero exactly when the contact satisfies Signorini and Coulomb.
 
-
 use super::regions::ContactRegions;
 use crate::sim::math::{Mat3, Vec3};
 
@@ -419,7 +418,10 @@ impl ContactLcp {
 
     /// `(global vertex, velocity change (m/s))` for every vertex a contact acts on.
     pub fn velocity_changes(&self) -> impl Iterator<Item = (usize, Vec3)> + '_ {
-        self.global.iter().map(|&g| g as usize).zip(self.dv.iter().copied())
+        self.global
+            .iter()
+            .map(|&g| g as usize)
+            .zip(self.dv.iter().copied())
     }
 }
 
@@ -810,7 +812,13 @@ mod tests {
     /// triangle or a point against an obstacle, with free velocities mostly approaching.
     fn random_problem(rng: &mut Rng, m: usize, vertices: usize) -> (ContactLcp, Vec<f64>) {
         let inv_mass: Vec<f64> = (0..vertices)
-            .map(|v| if v == 0 { 0.0 } else { 1.0 / (0.5 + rng.unit()) })
+            .map(|v| {
+                if v == 0 {
+                    0.0
+                } else {
+                    1.0 / (0.5 + rng.unit())
+                }
+            })
             .collect();
         let mut lcp = ContactLcp::default();
         for _ in 0..m {
@@ -819,7 +827,11 @@ mod tests {
             c.add_term(p, 1.0);
             if rng.unit() < 0.6 {
                 let (a, b) = (rng.unit(), rng.unit());
-                let (a, b) = if a + b > 1.0 { (1.0 - a, 1.0 - b) } else { (a, b) };
+                let (a, b) = if a + b > 1.0 {
+                    (1.0 - a, 1.0 - b)
+                } else {
+                    (a, b)
+                };
                 for w in [a, b, 1.0 - a - b] {
                     let v = (rng.unit() * vertices as f64) as u32 % vertices as u32;
                     c.add_term(v, -w);
@@ -853,9 +865,13 @@ mod tests {
                 }
             }
         }
-        let minv = DMatrix::from_fn(3 * n, 3 * n, |r, c| {
-            if r == c { inv_mass[r / 3] } else { 0.0 }
-        });
+        let minv = DMatrix::from_fn(
+            3 * n,
+            3 * n,
+            |r, c| {
+                if r == c { inv_mass[r / 3] } else { 0.0 }
+            },
+        );
         let w = &j * minv * j.transpose();
         let b = DVector::from_fn(3 * m, |r, _| lcp.contact(r / 3).free_velocity[r % 3]);
         (w, b)
@@ -1026,10 +1042,15 @@ mod tests {
                         let l = lcp.frame_impulse(c);
                         let contact = lcp.contact(c);
                         let r = contact.friction * (contact.normal_offset + l.x);
-                        let (t1, t2) = (l.y + contact.tangent_offset[0], l.z + contact.tangent_offset[1]);
+                        let (t1, t2) = (
+                            l.y + contact.tangent_offset[0],
+                            l.z + contact.tangent_offset[1],
+                        );
                         assert!(l.iter().all(|v| v.is_finite()) && l.x >= 0.0);
                         match model {
-                            FrictionModel::Cone => assert!(t1.hypot(t2) <= r * (1.0 + 1e-9) + 1e-12),
+                            FrictionModel::Cone => {
+                                assert!(t1.hypot(t2) <= r * (1.0 + 1e-9) + 1e-12)
+                            }
                             FrictionModel::Pyramid => {
                                 assert!(t1.abs().max(t2.abs()) <= r * (1.0 + 1e-9) + 1e-12)
                             }
@@ -1041,7 +1062,10 @@ mod tests {
                     }
                 }
             }
-            assert!(solved * 10 >= total * 9, "{model:?}: {solved} of {total} converged");
+            assert!(
+                solved * 10 >= total * 9,
+                "{model:?}: {solved} of {total} converged"
+            );
         }
         // The random regions exercise both branches of the Coulomb law.
         assert!(counts.0 > 0 && counts.1 > 0, "{counts:?}");
@@ -1065,7 +1089,10 @@ mod tests {
         let serial: Vec<Vec3> = (0..lcp.len()).map(|c| lcp.impulse(c)).collect();
         // Bit-identical: no region reads another's data.
         assert_eq!(parallel, serial);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         pool.install(|| lcp.solve(&settings, true));
         let one_thread: Vec<Vec3> = (0..lcp.len()).map(|c| lcp.impulse(c)).collect();
         assert_eq!(parallel, one_thread);
@@ -1102,7 +1129,12 @@ mod tests {
         };
         let stats = lcp.solve(&only_cg, false);
         assert!(stats.cg_iterations > 0);
-        assert!(stats.residual < 0.5 * start, "{} -> {}", start, stats.residual);
+        assert!(
+            stats.residual < 0.5 * start,
+            "{} -> {}",
+            start,
+            stats.residual
+        );
         // The impulses returned are the best iterate: their residual is the one reported.
         let mut region = Region {
             contacts: &lcp.contacts,
@@ -1119,7 +1151,10 @@ mod tests {
     #[test]
     fn pinned_contacts_and_empty_problems_are_safe() {
         let mut lcp = ContactLcp::default();
-        assert_eq!(lcp.solve(&LcpSettings::default(), true), LcpStats::default());
+        assert_eq!(
+            lcp.solve(&LcpSettings::default(), true),
+            LcpStats::default()
+        );
         // A contact whose only vertex is pinned cannot act; a free one stops its approach.
         let mut pinned = LcpContact::new(Vec3::y());
         pinned.add_term(0, 1.0);

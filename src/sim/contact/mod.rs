@@ -31,7 +31,7 @@ pub mod regions;
 pub mod soft;
 
 pub use broadphase::{BodyBvh, candidate_pairs};
-pub use constraints::{RowDecoupler, RowSource, RowTerm};
+pub use constraints::{RowDecoupler, RowSource, RowSpec, RowTerm};
 pub use lcp::{ContactLcp, FrictionModel, LcpContact, LcpSettings, LcpStats};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};

@@ -16,8 +16,8 @@ use parry3d::shape::{Shape, SharedShape, TriMeshFlags};
 use parry3d::utils::Array2;
 use thiserror::Error;
 
-use crate::sim::math::Vec3;
 use crate::sim::material::{CombineRule, SurfaceCoefficients};
+use crate::sim::math::Vec3;
 
 /// The geometry of an obstacle, in its local frame (metres).
 #[derive(Debug, Clone, PartialEq)]

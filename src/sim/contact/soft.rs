@@ -120,7 +120,8 @@ pub fn detect_soft_contacts(
         let pe = a.x_end[vertex as usize];
         let [ts, te] = [b.x_start, b.x_end].map(|x| tri.map(|v| x[v as usize]));
         let sweep = (pe - ps).norm() + (0..3).map(|k| (te[k] - ts[k]).norm()).fold(0.0, f64::max);
-        let Some(c) = point_triangle_contact(&ps, &ts[0], &ts[1], &ts[2], margin + sweep, depth_limit)
+        let Some(c) =
+            point_triangle_contact(&ps, &ts[0], &ts[1], &ts[2], margin + sweep, depth_limit)
         else {
             continue;
         };
@@ -251,7 +252,11 @@ mod tests {
 
     #[test]
     fn a_falling_cube_gets_one_contact_per_bottom_vertex_with_the_plane_it_falls_onto() {
-        let lower = Body::new(TetMesh::cuboid(Vec3::repeat(0.5), 2), Vec3::zeros(), Vec3::zeros());
+        let lower = Body::new(
+            TetMesh::cuboid(Vec3::repeat(0.5), 2),
+            Vec3::zeros(),
+            Vec3::zeros(),
+        );
         // The upper cube starts 5 mm above and is predicted 2 cm into the lower one.
         let upper = Body::new(
             TetMesh::cuboid(Vec3::new(0.3, 0.3, 0.3), 2),
@@ -259,7 +264,14 @@ mod tests {
             Vec3::new(0.0, -0.025, 0.0),
         );
         let (mut pairs, mut out) = (Vec::new(), Vec::new());
-        detect_soft_contacts(&upper.surface(1), &lower.surface(0), 0.01, 0.05, &mut pairs, &mut out);
+        detect_soft_contacts(
+            &upper.surface(1),
+            &lower.surface(0),
+            0.01,
+            0.05,
+            &mut pairs,
+            &mut out,
+        );
         let bottom: Vec<u32> = upper
             .mesh
             .surface_vertices()
@@ -277,9 +289,20 @@ mod tests {
             assert!((c.gap(&upper.start, &lower.start) - 0.005).abs() < 1e-12);
         }
         // Far apart: nothing.
-        let far = Body::new(TetMesh::cuboid(Vec3::repeat(0.3), 2), Vec3::new(0.0, 3.0, 0.0), Vec3::zeros());
+        let far = Body::new(
+            TetMesh::cuboid(Vec3::repeat(0.3), 2),
+            Vec3::new(0.0, 3.0, 0.0),
+            Vec3::zeros(),
+        );
         out.clear();
-        detect_soft_contacts(&far.surface(1), &lower.surface(0), 0.01, 0.05, &mut pairs, &mut out);
+        detect_soft_contacts(
+            &far.surface(1),
+            &lower.surface(0),
+            0.01,
+            0.05,
+            &mut pairs,
+            &mut out,
+        );
         assert!(out.is_empty());
     }
 
@@ -289,13 +312,28 @@ mod tests {
         for scene in 0..6 {
             let a = Body::new(
                 TetMesh::sphere(0.3, 4),
-                Vec3::new(0.1 * rng.signed(), 0.55 + 0.05 * rng.signed(), 0.1 * rng.signed()),
+                Vec3::new(
+                    0.1 * rng.signed(),
+                    0.55 + 0.05 * rng.signed(),
+                    0.1 * rng.signed(),
+                ),
                 Vec3::new(0.02 * rng.signed(), -0.05, 0.02 * rng.signed()),
             );
-            let b = Body::new(TetMesh::cuboid(Vec3::repeat(0.3), 3), Vec3::zeros(), Vec3::zeros());
+            let b = Body::new(
+                TetMesh::cuboid(Vec3::repeat(0.3), 3),
+                Vec3::zeros(),
+                Vec3::zeros(),
+            );
             let (margin, depth_limit) = (0.01, 0.05);
             let (mut pairs, mut out) = (Vec::new(), Vec::new());
-            detect_soft_contacts(&a.surface(0), &b.surface(1), margin, depth_limit, &mut pairs, &mut out);
+            detect_soft_contacts(
+                &a.surface(0),
+                &b.surface(1),
+                margin,
+                depth_limit,
+                &mut pairs,
+                &mut out,
+            );
             // Brute force over every vertex and triangle.
             let mut expected = Vec::new();
             for &v in a.mesh.surface_vertices() {
@@ -305,19 +343,27 @@ mod tests {
                     let [t0, t1, t2] = tri.map(|k| b.start[k as usize]);
                     // The broadphase boxes: the vertex's motion grown by the margin against the
                     // triangle's (static) box.
-                    let (lo, hi) = (ps.inf(&pe).add_scalar(-margin), ps.sup(&pe).add_scalar(margin));
+                    let (lo, hi) = (
+                        ps.inf(&pe).add_scalar(-margin),
+                        ps.sup(&pe).add_scalar(margin),
+                    );
                     let (tlo, thi) = (t0.inf(&t1).inf(&t2), t0.sup(&t1).sup(&t2));
                     if (0..3).any(|k| lo[k] > thi[k] + 1e-6 || hi[k] < tlo[k] - 1e-6) {
                         continue;
                     }
                     let sweep = (pe - ps).norm();
-                    let Some(c) = point_triangle_contact(&ps, &t0, &t1, &t2, margin + sweep, depth_limit)
+                    let Some(c) =
+                        point_triangle_contact(&ps, &t0, &t1, &t2, margin + sweep, depth_limit)
                     else {
                         continue;
                     };
                     let offset = ps - c.closest;
                     let d = offset.norm();
-                    let normal = if c.gap > 0.0 && d > 1e-12 { offset / d } else { c.normal };
+                    let normal = if c.gap > 0.0 && d > 1e-12 {
+                        offset / d
+                    } else {
+                        c.normal
+                    };
                     let q: Vec3 = (0..3).map(|k| c.weights[k] * b.end[tri[k] as usize]).sum();
                     if normal.dot(&(pe - q)) >= margin {
                         continue;
@@ -343,9 +389,20 @@ mod tests {
     #[test]
     fn self_collision_skips_neighbours_and_convex_patches_but_finds_a_fold() {
         // A resting cube has no self contacts at all.
-        let cube = Body::new(TetMesh::cuboid(Vec3::repeat(0.5), 4), Vec3::zeros(), Vec3::zeros());
+        let cube = Body::new(
+            TetMesh::cuboid(Vec3::repeat(0.5), 4),
+            Vec3::zeros(),
+            Vec3::zeros(),
+        );
         let (mut pairs, mut out) = (Vec::new(), Vec::new());
-        detect_soft_contacts(&cube.surface(0), &cube.surface(0), 0.3, 0.3, &mut pairs, &mut out);
+        detect_soft_contacts(
+            &cube.surface(0),
+            &cube.surface(0),
+            0.3,
+            0.3,
+            &mut pairs,
+            &mut out,
+        );
         assert!(out.is_empty(), "{out:?}");
         // A thin slab folded onto itself finds the fold's two faces.
         let mesh = TetMesh::cuboid(Vec3::new(1.0, 0.02, 0.2), 8);
@@ -360,7 +417,11 @@ mod tests {
             }
         };
         let start: Vec<Vec3> = mesh.rest_positions().iter().map(|p| fold(p, 0.0)).collect();
-        let end: Vec<Vec3> = mesh.rest_positions().iter().map(|p| fold(p, 0.01)).collect();
+        let end: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| fold(p, 0.01))
+            .collect();
         let mut folded = Body {
             end,
             start,
@@ -369,7 +430,14 @@ mod tests {
         };
         folded.fit(0.01);
         out.clear();
-        detect_soft_contacts(&folded.surface(0), &folded.surface(0), 0.01, 0.05, &mut pairs, &mut out);
+        detect_soft_contacts(
+            &folded.surface(0),
+            &folded.surface(0),
+            0.01,
+            0.05,
+            &mut pairs,
+            &mut out,
+        );
         assert!(!out.is_empty());
         for c in &out {
             assert!(c.is_self());

@@ -22,8 +22,8 @@ use super::body::SoftBody;
 use super::report::FreezeReason;
 use crate::sim::contact::lcp::tangents;
 use crate::sim::contact::{
-    Contact, FrictionModel, Obstacle, RowDecoupler, RowSource, RowTerm, SoftContact, SoftSurface,
-    detect_contacts, detect_soft_contacts,
+    Contact, FrictionModel, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
+    SoftSurface, detect_contacts, detect_soft_contacts,
 };
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
@@ -170,6 +170,12 @@ pub(crate) struct Island {
     pub friction: Vec<Vec3>,
     /// The friction forces per unknown, for the next constrained step.
     friction_force: Vec<Vec3>,
+    /// Per member: `1 / M` (1/kg) of its free vertices.
+    member_inverse_mass: Vec<f64>,
+    /// Scratch of the friction update: per contact `(slip, compliance, group, sign)`.
+    slips: Vec<(Vec3, f64, u32, f64)>,
+    /// Scratch of the friction update: per group `(key, summed slip, contacts, 1/M_eff)`.
+    groups: Vec<((u32, u32), Vec3, f64, f64)>,
     /// PD iterations planned and run.
     pub iterations: usize,
     pub done: usize,
@@ -256,6 +262,18 @@ impl Island {
                     .map_or(0, |pd| pd.free_vertices().len())
             })
             .sum();
+        self.member_inverse_mass.clear();
+        for &b in &self.members {
+            let body = &bodies[b as usize];
+            let mass: f64 = body.pd.as_ref().map_or(0.0, |pd| {
+                pd.free_vertices()
+                    .iter()
+                    .map(|&v| pd.masses()[v as usize])
+                    .sum()
+            });
+            self.member_inverse_mass
+                .push(if mass > 0.0 { 1.0 / mass } else { 0.0 });
+        }
         self.contacts.clear();
         for &b in &self.members {
             self.contacts.extend(
@@ -304,7 +322,11 @@ impl Island {
             let approach = approach_speed(c, bodies, obstacles);
             self.approach.push(approach);
             self.restitution
-                .push(if approach > settings.restitution_threshold { e } else { 0.0 });
+                .push(if approach > settings.restitution_threshold {
+                    e
+                } else {
+                    0.0
+                });
             let (b, v) = c.primary(bodies);
             let n = c.normal();
             let memory = bodies[b as usize]
@@ -331,13 +353,13 @@ impl Island {
                 let p = b.proxies[contact.proxy as usize].position(&b.x);
                 contact.normal.dot(&(contact.point - p))
             }
-                IslandContact::Soft(c) => {
-                    skin - c.gap(
-                        &bodies[c.vertex_body as usize].x,
-                        &bodies[c.triangle_body as usize].x,
-                    )
-                }
+            IslandContact::Soft(c) => {
+                skin - c.gap(
+                    &bodies[c.vertex_body as usize].x,
+                    &bodies[c.triangle_body as usize].x,
+                )
             }
+        }
     }
 
     /// Decoupled rows of every contact at the bodies' current positions, deepest first.
@@ -357,18 +379,22 @@ impl Island {
             unknown: None,
             coeff: Vec3::zeros(),
             x: Vec3::zeros(),
+            held: false,
         }; 4];
         for &(_, i) in &self.order {
             let (count, rhs, normal, source, hold) = match &self.contacts[i as usize] {
                 IslandContact::Obstacle { body, contact } => {
                     let b = &bodies[*body as usize];
                     let proxy = &b.proxies[contact.proxy as usize];
-                    for k in 0..4 {
-                        let v = proxy.vertices[k] as usize;
-                        terms[k] = RowTerm {
-                            unknown: layout.unknown(id, bodies, *body as usize, v),
-                            coeff: proxy.weights[k] * contact.normal,
-                            x: b.x[v],
+                    for (term, (&v, &w)) in terms
+                        .iter_mut()
+                        .zip(proxy.vertices.iter().zip(&proxy.weights))
+                    {
+                        *term = RowTerm {
+                            unknown: layout.unknown(id, bodies, *body as usize, v as usize),
+                            coeff: w * contact.normal,
+                            x: b.x[v as usize],
+                            held: false,
                         };
                     }
                     (
@@ -380,32 +406,74 @@ impl Island {
                     )
                 }
                 IslandContact::Soft(c) => {
+                    // The triangle's point is carried by one of its corners: the free corner
+                    // of largest weight, `q`, with the offset `n . (sum_k w_k x_k - x_q)` of
+                    // the present positions on the right-hand side (refreshed every PD
+                    // iteration). The row `n . (x_p - x_q) >= skin + offset` pairs two vertices
+                    // with equal and opposite forces and claims only those two, so face-to-face
+                    // contact keeps a row for nearly every vertex while the rows stay
+                    // decoupled; where both sides already pair (two bodies each find the
+                    // other's face) the second row finds its vertices taken. Without a free
+                    // corner the row keeps the whole triangle and holds the taken vertices.
                     let (a, t) = (c.vertex_body as usize, c.triangle_body as usize);
+                    let n = c.normal;
                     terms[0] = RowTerm {
                         unknown: layout.unknown(id, bodies, a, c.vertex as usize),
-                        coeff: c.normal,
+                        coeff: n,
                         x: bodies[a].x[c.vertex as usize],
+                        held: false,
                     };
-                    for k in 0..3 {
-                        let v = c.triangle_vertices[k] as usize;
-                        terms[k + 1] = RowTerm {
-                            unknown: layout.unknown(id, bodies, t, v),
-                            coeff: -c.weights[k] * c.normal,
-                            x: bodies[t].x[v],
-                        };
+                    let corner = (0..3)
+                        .filter(|&k| c.weights[k] > 1e-12)
+                        .filter_map(|k| {
+                            let u =
+                                layout.unknown(id, bodies, t, c.triangle_vertices[k] as usize)?;
+                            self.decoupler.is_free(u).then_some((k, u))
+                        })
+                        .max_by(|x, y| c.weights[x.0].total_cmp(&c.weights[y.0]));
+                    match corner {
+                        Some((k, u)) => {
+                            let xt = |j: usize| bodies[t].x[c.triangle_vertices[j] as usize];
+                            let point: Vec3 = (0..3).map(|j| c.weights[j] * xt(j)).sum();
+                            terms[1] = RowTerm {
+                                unknown: Some(u),
+                                coeff: -n,
+                                x: xt(k),
+                                held: false,
+                            };
+                            (
+                                2,
+                                skin + n.dot(&(point - xt(k))),
+                                n,
+                                RowSource::Soft(c.triangle_body),
+                                true,
+                            )
+                        }
+                        None => {
+                            for k in 0..3 {
+                                let v = c.triangle_vertices[k] as usize;
+                                terms[k + 1] = RowTerm {
+                                    unknown: layout.unknown(id, bodies, t, v),
+                                    coeff: -c.weights[k] * n,
+                                    x: bodies[t].x[v],
+                                    held: false,
+                                };
+                            }
+                            (4, skin, n, RowSource::Soft(c.triangle_body), true)
+                        }
                     }
-                    (4, skin, c.normal, RowSource::Soft, true)
                 }
             };
-            if self.decoupler.add(
-                &terms[..count],
+            let spec = RowSpec {
                 rhs,
-                &normal,
+                normal,
                 source,
                 hold,
-                &mut self.rows,
-                &mut self.held,
-            ) {
+            };
+            if self
+                .decoupler
+                .add(&terms[..count], spec, &mut self.rows, &mut self.held)
+            {
                 self.row_contact.push(i);
             }
         }
@@ -440,12 +508,11 @@ impl Island {
             }
         }
         self.build_rows(id, bodies, layout, settings.soft_contact_skin);
-        for (q, ((b, r), f)) in self.b_qp.iter_mut().zip(
-            self.b
-                .iter()
-                .zip(&self.reaction)
-                .zip(&self.friction_force),
-        ) {
+        for (q, ((b, r), f)) in self
+            .b_qp
+            .iter_mut()
+            .zip(self.b.iter().zip(&self.reaction).zip(&self.friction_force))
+        {
             *q = b + r + f;
         }
         self.lambda.iter_mut().for_each(|l| *l = 0.0);
@@ -454,7 +521,9 @@ impl Island {
         if self.rows.is_empty() {
             // Nothing touches: no contact force, so no friction either.
             self.friction.iter_mut().for_each(|f| *f = Vec3::zeros());
-            self.friction_force.iter_mut().for_each(|f| *f = Vec3::zeros());
+            self.friction_force
+                .iter_mut()
+                .for_each(|f| *f = Vec3::zeros());
             self.stats.mprgp_time += t.elapsed();
             return Ok(());
         }
@@ -549,18 +618,16 @@ impl Island {
         self.friction_force
             .iter_mut()
             .for_each(|f| *f = Vec3::zeros());
+        self.groups.clear();
+        self.slips.clear();
+        // Pass 1: each contact's slip, compliance and group (the pair of bodies, or the body and
+        // the obstacle, it connects; `sign` orients a soft contact within its pair).
         for (i, contact) in self.contacts.iter().enumerate() {
-            let lambda = self.lambda[i];
-            let limit = self.mu[i] * lambda;
-            if !(limit > 0.0) {
-                self.friction[i] = Vec3::zeros();
-                continue;
-            }
+            let limit = self.mu[i] * self.lambda[i];
             let (terms, count) = contact.terms(bodies);
             let mut moved = Vec3::zeros();
             let mut compliance = 0.0;
-            let mut unknowns = [None; 7];
-            for (k, &(b, v, w)) in terms[..count].iter().enumerate() {
+            for &(b, v, w) in &terms[..count] {
                 let body = &bodies[b as usize];
                 let u = layout.unknown(id, bodies, b as usize, v as usize);
                 let now = u.map_or(body.x[v as usize], |u| self.x[u as usize]);
@@ -571,36 +638,97 @@ impl Island {
                         compliance += w * w / m;
                     }
                 }
-                unknowns[k] = u;
             }
-            if let IslandContact::Obstacle { contact, .. } = contact {
-                moved -= h * obstacles[contact.obstacle as usize].velocity_at(&contact.point);
-            }
+            let (key, sign, inv_mass) = match contact {
+                IslandContact::Obstacle { body, contact } => {
+                    moved -= h * obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+                    (
+                        (*body, u32::MAX - contact.obstacle),
+                        1.0,
+                        self.inverse_mass(*body),
+                    )
+                }
+                IslandContact::Soft(c) => {
+                    let (a, b) = (c.vertex_body, c.triangle_body);
+                    let inv = if a == b {
+                        0.0
+                    } else {
+                        self.inverse_mass(a) + self.inverse_mass(b)
+                    };
+                    ((a.min(b), a.max(b)), if a <= b { 1.0 } else { -1.0 }, inv)
+                }
+            };
             let n = contact.normal();
             let slip = moved - n * n.dot(&moved);
-            if !(compliance > 0.0) {
+            let active = limit > 0.0 && compliance > 0.0;
+            let group = match self.groups.iter().position(|g| g.0 == key) {
+                Some(g) => g,
+                None => {
+                    self.groups.push((key, Vec3::zeros(), 0.0, inv_mass));
+                    self.groups.len() - 1
+                }
+            };
+            if active {
+                self.groups[group].1 += sign * slip;
+                self.groups[group].2 += 1.0;
+            }
+            self.slips.push((slip, compliance, group as u32, sign));
+        }
+        // Pass 2: the projected update. The slip's mean over a group moves with the bodies'
+        // whole masses (the rigid sliding of one body on the other), so that part is cancelled
+        // with the group's effective mass `1 / (1/M_a + 1/M_b)` shared by its contacts; the
+        // rest moves with the contact's own masses (the mass-only estimate above). One
+        // compliance for both would take hundreds of iterations to build up the force that
+        // holds a block, as the contacts at the Coulomb limit leave the work to the others.
+        for (i, contact) in self.contacts.iter().enumerate() {
+            let limit = self.mu[i] * self.lambda[i];
+            let (slip, compliance, group, sign) = self.slips[i];
+            if !(limit > 0.0 && compliance > 0.0) {
                 self.friction[i] = Vec3::zeros();
                 continue;
             }
-            let trial = self.friction[i] - slip / (h * h * compliance);
+            let (_, sum, count, inv_mass) = self.groups[group as usize];
+            let mean = sum / count;
+            let local = slip - sign * mean;
+            let rigid = if inv_mass > 0.0 {
+                sign * mean / (h * h * inv_mass * count)
+            } else {
+                sign * mean / (h * h * compliance)
+            };
+            let n = contact.normal();
+            let trial = self.friction[i] - local / (h * h * compliance) - rigid;
             let trial = trial - n * n.dot(&trial);
             let f = match settings.lcp.friction {
                 FrictionModel::Cone => {
                     let norm = trial.norm();
-                    if norm > limit { trial * (limit / norm) } else { trial }
+                    if norm > limit {
+                        trial * (limit / norm)
+                    } else {
+                        trial
+                    }
                 }
                 FrictionModel::Pyramid => {
                     let (t1, t2) = tangents(&n);
-                    t1 * t1.dot(&trial).clamp(-limit, limit) + t2 * t2.dot(&trial).clamp(-limit, limit)
+                    t1 * t1.dot(&trial).clamp(-limit, limit)
+                        + t2 * t2.dot(&trial).clamp(-limit, limit)
                 }
             };
             self.friction[i] = f;
-            for (k, &(_, _, w)) in terms[..count].iter().enumerate() {
-                if let Some(u) = unknowns[k] {
+            let (terms, count) = contact.terms(bodies);
+            for &(b, v, w) in &terms[..count] {
+                if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
                     self.friction_force[u as usize] += w * f;
                 }
             }
         }
+    }
+
+    /// `1 / M` (1/kg) of a member body's free vertices; 0 for a body outside the island.
+    fn inverse_mass(&self, body: u32) -> f64 {
+        self.members
+            .iter()
+            .position(|&m| m == body)
+            .map_or(0.0, |k| self.member_inverse_mass[k])
     }
 
     /// Restitution, first half. Every contact that closed faster than the threshold at the start

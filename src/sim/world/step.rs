@@ -62,6 +62,8 @@ pub(crate) struct StepState {
     inv_mass: Vec<f64>,
     /// The contacts of the last velocity LCP, for debug drawing.
     pub points: Vec<ContactPoint>,
+    /// Per global vertex: the position shift of the friction impulses.
+    shift: Vec<Vec3>,
 }
 
 /// A contact of the last step, for debug drawing and inspection.
@@ -329,10 +331,9 @@ fn form_islands(
         };
         st.island_of[i] = id;
         let island = &mut st.islands[id as usize];
-        st.offset_of[i] = island
-            .members
-            .last()
-            .map_or(0, |&m| st.offset_of[m as usize] + free_count(&bodies[m as usize]) as u32);
+        st.offset_of[i] = island.members.last().map_or(0, |&m| {
+            st.offset_of[m as usize] + free_count(&bodies[m as usize]) as u32
+        });
         island.members.push(i as u32);
         st.island_size[id as usize] += 1;
     }
@@ -427,7 +428,9 @@ fn iterate(
                 for (d, &vi) in pd.free_vertices().iter().enumerate() {
                     b.x[vi as usize] = island.x[o + d];
                 }
-                if settings.soft_contacts && island.members.len() + usize::from(settings.self_collision) > 1 {
+                if settings.soft_contacts
+                    && island.members.len() + usize::from(settings.self_collision) > 1
+                {
                     let ws = &mut b.ws;
                     fit_surface_bvh(
                         &mut ws.bvh,
@@ -533,15 +536,19 @@ fn restitute(bodies: &mut [SoftBody], obstacles: &[Obstacle], h: f64, st: &mut S
     deficits.clear();
     {
         let shared = &*bodies;
-        deficits.extend(islands[..count].iter_mut().enumerate().map(|(id, island)| {
-            island.restitution_force(id as u32, shared, obstacles, layout)
-        }));
+        deficits.extend(
+            islands[..count]
+                .iter_mut()
+                .enumerate()
+                .map(|(id, island)| island.restitution_force(id as u32, shared, obstacles, layout)),
+        );
     }
     if deficits.iter().all(Option::is_none) {
         return;
     }
     let islands = &islands[..count];
-    let bouncing = |i: usize| island_of[i] != NO_ISLAND && deficits[island_of[i] as usize].is_some();
+    let bouncing =
+        |i: usize| island_of[i] != NO_ISLAND && deficits[island_of[i] as usize].is_some();
     // Each bouncing body's response A^-1 F / h, in its scratch.
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
         if !bouncing(i) {
@@ -597,7 +604,11 @@ fn respond(
                 let dof = pd.dof_map();
                 st.inv_mass
                     .extend(pd.masses().iter().zip(dof).map(|(&m, &d)| {
-                        if d == PINNED || !(m > 0.0) { 0.0 } else { 1.0 / m }
+                        if d == PINNED || !(m > 0.0) {
+                            0.0
+                        } else {
+                            1.0 / m
+                        }
                     }));
             }
             _ => st.inv_mass.extend(std::iter::repeat_n(0.0, b.x.len())),
@@ -672,7 +683,9 @@ fn respond(
     }
     let inv_mass = &st.inv_mass;
     st.lcp
-        .partition(inv_mass.len(), settings.separate_regions, |g| inv_mass[g as usize]);
+        .partition(inv_mass.len(), settings.separate_regions, |g| {
+            inv_mass[g as usize]
+        });
     let stats = st.lcp.solve(&settings.lcp, true);
     for (i, p) in st.points.iter_mut().enumerate() {
         p.region = st.lcp.region_of(i) as u32;
@@ -688,19 +701,34 @@ fn respond(
     }
     // Positions follow the friction impulses (h times their velocity change), so static friction
     // holds a body where it is instead of only slowing it; the normal impulses change velocities
-    // only, the positions being the QP's (which already keep every contact).
+    // only, the positions being the QP's (which already keep every contact). A friction shift
+    // along one contact's plane must not push its vertex into another contact (the floor's
+    // friction into the wall of a corner): the part of a vertex's shift against any of its
+    // contacts' normals is removed.
+    st.shift.clear();
+    st.shift.resize(st.inv_mass.len(), Vec3::zeros());
     for i in 0..st.lcp.len() {
         let c = st.lcp.contact(i);
         let impulse = st.lcp.impulse(i);
         let n = c.normal();
         let tangential = impulse - n * n.dot(&impulse);
-        if tangential == Vec3::zeros() {
-            continue;
-        }
         for (g, w) in c.terms() {
-            let (body, v) = locate(&st.vertex_offsets, g);
-            bodies[body].x[v] += (h * w * st.inv_mass[g]) * tangential;
+            st.shift[g] += (h * w * st.inv_mass[g]) * tangential;
         }
+    }
+    for i in 0..st.lcp.len() {
+        let c = st.lcp.contact(i);
+        let n = c.normal();
+        for (g, w) in c.terms() {
+            let into = w.signum() * n.dot(&st.shift[g]);
+            if into < 0.0 {
+                st.shift[g] -= w.signum() * into * n;
+            }
+        }
+    }
+    for (g, _) in st.lcp.velocity_changes() {
+        let (body, v) = locate(&st.vertex_offsets, g);
+        bodies[body].x[v] += st.shift[g];
     }
     stats
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bevy_deformable::sim::contact::{RowDecoupler, RowSource, RowSpec, RowTerm, detect_contacts};
-use bevy_deformable::sim::pd::PINNED;
 use bevy_deformable::sim::pd::{PdSetup, PdSystem};
 use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::{Mprgp, MprgpSettings};
@@ -131,7 +130,8 @@ fn record_qp(resolution: usize) -> RecordedQp {
         let v = proxies[c.proxy as usize].vertices[0] as usize;
         let d = pd.dof_map()[v];
         let term = RowTerm {
-            unknown: (d != PINNED).then_some(d),
+            // Nothing is pinned here: every vertex is an unknown.
+            unknown: ((d as usize) < pd.free_vertices().len()).then_some(d),
             coeff: c.normal,
             x: y[v],
             held: false,

@@ -54,8 +54,13 @@ pub struct RowTerm {
 pub enum RowSource {
     /// An obstacle (its index).
     Obstacle(u32),
-    /// A soft body's surface (the body's index).
-    Soft(u32),
+    /// A vertex of one soft body against a triangle of another (or the same) body.
+    Soft {
+        /// The vertex's body.
+        vertex_body: u32,
+        /// The triangle's body.
+        triangle_body: u32,
+    },
 }
 
 /// What a row asks besides its terms.
@@ -90,6 +95,18 @@ impl RowDecoupler {
         self.vertex_rows.clear();
         self.vertex_rows.resize(unknowns, [0; MAX_ROWS_PER_VERTEX]);
         self.sources.clear();
+    }
+
+    /// The sources of the rows that use unknown `d`.
+    pub fn sources_at(&self, d: u32) -> impl Iterator<Item = RowSource> + '_ {
+        let d = d as usize;
+        let count = match self.uses[d] {
+            EXCLUSIVE => 1,
+            used => used as usize,
+        };
+        self.vertex_rows[d][..count]
+            .iter()
+            .map(|&j| self.sources[j as usize].0)
     }
 
     /// Whether no row uses unknown `d` yet.
@@ -192,7 +209,9 @@ impl RowDecoupler {
                 return false;
             }
             for e in 0..row.len as usize {
-                self.uses[row.vertices[e] as usize] = EXCLUSIVE;
+                let d = row.vertices[e] as usize;
+                self.uses[d] = EXCLUSIVE;
+                self.vertex_rows[d][0] = j;
             }
         }
         self.sources.push((source, normal));
@@ -297,7 +316,10 @@ mod tests {
             RowSpec {
                 rhs: 0.0,
                 normal: n,
-                source: RowSource::Soft(1),
+                source: RowSource::Soft {
+                    vertex_body: 0,
+                    triangle_body: 1
+                },
                 hold: true
             },
             &mut rows,
@@ -315,7 +337,10 @@ mod tests {
             RowSpec {
                 rhs: 0.0,
                 normal: n,
-                source: RowSource::Soft(1),
+                source: RowSource::Soft {
+                    vertex_body: 0,
+                    triangle_body: 1
+                },
                 hold: true
             },
             &mut rows,
@@ -339,7 +364,10 @@ mod tests {
             RowSpec {
                 rhs: 0.0,
                 normal: n,
-                source: RowSource::Soft(1),
+                source: RowSource::Soft {
+                    vertex_body: 0,
+                    triangle_body: 1
+                },
                 hold: true
             },
             &mut rows,
@@ -354,7 +382,10 @@ mod tests {
             RowSpec {
                 rhs: 0.0,
                 normal: n,
-                source: RowSource::Soft(1),
+                source: RowSource::Soft {
+                    vertex_body: 0,
+                    triangle_body: 1
+                },
                 hold: false
             },
             &mut rows2,
@@ -365,7 +396,10 @@ mod tests {
             RowSpec {
                 rhs: 0.0,
                 normal: n,
-                source: RowSource::Soft(1),
+                source: RowSource::Soft {
+                    vertex_body: 0,
+                    triangle_body: 1
+                },
                 hold: false
             },
             &mut rows2,

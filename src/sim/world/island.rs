@@ -417,8 +417,20 @@ impl Island {
                     // corner the row keeps the whole triangle and holds the taken vertices.
                     let (a, t) = (c.vertex_body as usize, c.triangle_body as usize);
                     let n = c.normal;
+                    let p = layout.unknown(id, bodies, a, c.vertex as usize);
+                    // A vertex already paired with the other body (found from the other side:
+                    // two faces pressed together see each contact twice) needs no second row:
+                    // holding it would apply the same force twice, and the friction remembered
+                    // at its contacts would flip between the two sides from step to step.
+                    let pair = |s: RowSource| {
+                        matches!(s, RowSource::Soft { vertex_body, triangle_body }
+                            if vertex_body == c.triangle_body && triangle_body == c.vertex_body)
+                    };
+                    if p.is_some_and(|p| self.decoupler.sources_at(p).any(pair)) {
+                        continue;
+                    }
                     terms[0] = RowTerm {
-                        unknown: layout.unknown(id, bodies, a, c.vertex as usize),
+                        unknown: p,
                         coeff: n,
                         x: bodies[a].x[c.vertex as usize],
                         held: false,
@@ -445,7 +457,10 @@ impl Island {
                                 2,
                                 skin + n.dot(&(point - xt(k))),
                                 n,
-                                RowSource::Soft(c.triangle_body),
+                                RowSource::Soft {
+                                    vertex_body: c.vertex_body,
+                                    triangle_body: c.triangle_body,
+                                },
                                 true,
                             )
                         }
@@ -459,7 +474,16 @@ impl Island {
                                     held: false,
                                 };
                             }
-                            (4, skin, n, RowSource::Soft(c.triangle_body), true)
+                            (
+                                4,
+                                skin,
+                                n,
+                                RowSource::Soft {
+                                    vertex_body: c.vertex_body,
+                                    triangle_body: c.triangle_body,
+                                },
+                                true,
+                            )
                         }
                     }
                 }

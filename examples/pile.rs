@@ -1,4 +1,4 @@
-//! Twenty jelly bodies of mixed sizes poured into a bucket: soft-soft contact, stacking and
+//! Twenty rubber bodies of mixed sizes and stiffness poured into a bucket: soft-soft contact, stacking and
 //! friction between bodies, the contact regions of `contact-regions-lcp-friction.txt`'s static
 //! scene.
 //!
@@ -29,7 +29,7 @@ fn setup(
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
     // The bucket: four walls around a 1.2 m square, each an obstacle drawn as a box.
-    let (inner, height, thickness) = (0.6f32, 0.7f32, 0.05f32);
+    let (inner, height, thickness) = (0.6f32, 1.1f32, 0.05f32);
     let wall_look = materials.add(StandardMaterial {
         base_color: Color::srgba(0.75, 0.78, 0.82, 0.35),
         alpha_mode: AlphaMode::Blend,
@@ -56,10 +56,10 @@ fn setup(
         let color = Color::hsl(hue, 0.7, 0.55);
         let at = Vec3::new(
             -0.33 + 0.22 * column as f32 + 0.03 * layer as f32,
-            1.0 + 0.5 * layer as f32,
+            0.5 + 0.4 * layer as f32,
             -0.2 + 0.4 * ((i / 2) % 2) as f32 - 0.05 * layer as f32,
         );
-        let material = SoftMaterial::JELLY.with_youngs_modulus(3.0e4 + 2.0e4 * (i % 3) as f32);
+        let material = SoftMaterial::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f32);
         let look = MeshMaterial3d(materials.add(common::soft_look(color)));
         let transform =
             Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.3 * i as f32));

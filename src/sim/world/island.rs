@@ -9,11 +9,17 @@
 //! are independent and solved in parallel; the local steps and prefactored solves stay per body.
 //!
 //! Rows are rebuilt from the island's contacts at every PD iteration, deepest first at the
-//! current iterate, through the [`RowDecoupler`]. A soft-soft row that holds taken vertices at
-//! their positions cannot push them: their share of its force is applied to them as a force in
-//! the next iteration's QP (a lagged reaction), so contact forces stay equal and opposite and
-//! the bodies gain no momentum from touching. A vertex of a frozen body (or a pinned vertex)
-//! is a fixed term of the right-hand side: a frozen body is an immovable obstacle for the others.
+//! current iterate, through the [`RowDecoupler`]. A soft-soft row pairs the surface vertex with
+//! one corner of the triangle it touches (see [`Island::build_rows`]). Where the surface vertex
+//! is already taken (by an obstacle row, say) the row holds it at its position and constrains
+//! the corner alone; the vertex's share of the row's force is applied to it as a force in the
+//! next iteration's QP (a lagged reaction), so contact forces stay equal and opposite. A vertex
+//! of a frozen body (or a pinned vertex) is a fixed term of the right-hand side: a frozen body is
+//! an immovable obstacle for the others.
+//!
+//! Friction is a force of the same QP, iterated with the PD iterations
+//! ([`Island::update_friction`]); restitution a rebound force applied after them
+//! ([`Island::restitution_force`]).
 
 use std::time::{Duration, Instant};
 
@@ -180,7 +186,8 @@ pub(crate) struct Island {
     pub iterations: usize,
     pub done: usize,
     pub stats: IslandStats,
-    /// `J' lambda` per unknown: the contact forces added to the next unconstrained solve.
+    /// Per unknown: the contact, reaction and friction forces of the last iteration, added to
+    /// the next unconstrained solve; after the iterations, the restitution force.
     pub force: Vec<Vec3>,
     /// The constrained solution per unknown.
     pub x: Vec<Vec3>,
@@ -362,7 +369,10 @@ impl Island {
         }
     }
 
-    /// Decoupled rows of every contact at the bodies' current positions, deepest first.
+    /// Decoupled rows of every contact at the bodies' current positions, deepest first. An
+    /// obstacle contact is eq. (8)'s row over its proxy's vertices; a soft-soft contact a row
+    /// pairing its surface vertex with the triangle corner that carries the contact point (see
+    /// the comments inside).
     fn build_rows(&mut self, id: u32, bodies: &[SoftBody], layout: Layout<'_>, skin: f64) {
         self.order.clear();
         for i in 0..self.contacts.len() {
@@ -414,7 +424,7 @@ impl Island {
                     // contact keeps a row for nearly every vertex while the rows stay
                     // decoupled; where both sides already pair (two bodies each find the
                     // other's face) the second row finds its vertices taken. Without a free
-                    // corner the row keeps the whole triangle and holds the taken vertices.
+                    // corner the contact has no row in this iteration.
                     let (a, t) = (c.vertex_body as usize, c.triangle_body as usize);
                     let n = c.normal;
                     let p = layout.unknown(id, bodies, a, c.vertex as usize);
@@ -464,27 +474,10 @@ impl Island {
                                 true,
                             )
                         }
-                        None => {
-                            for k in 0..3 {
-                                let v = c.triangle_vertices[k] as usize;
-                                terms[k + 1] = RowTerm {
-                                    unknown: layout.unknown(id, bodies, t, v),
-                                    coeff: -c.weights[k] * n,
-                                    x: bodies[t].x[v],
-                                    held: false,
-                                };
-                            }
-                            (
-                                4,
-                                skin,
-                                n,
-                                RowSource::Soft {
-                                    vertex_body: c.vertex_body,
-                                    triangle_body: c.triangle_body,
-                                },
-                                true,
-                            )
-                        }
+                        // No free corner: no row in this iteration. Holding the triangle and
+                        // applying its share as a lagged force was tried: in a pile of twenty
+                        // bodies the lagged forces fed back and blew the pile apart.
+                        None => continue,
                     }
                 }
             };

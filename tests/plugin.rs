@@ -659,3 +659,59 @@ fn an_enclosed_bunny_is_drawn_exactly_at_rest() {
         "render vertices off their rest place by up to {worst} m"
     );
 }
+
+#[test]
+fn bodies_land_on_each_other_and_a_thrown_body_moves() {
+    let mut app = app();
+    let world = app.world_mut();
+    world.spawn((Obstacle::halfspace(Vec3::Y), Transform::default()));
+    let lower = world
+        .spawn((
+            cube(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 0.2, 0.0),
+        ))
+        .id();
+    let upper = world
+        .spawn((
+            cube(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.02, 0.7, 0.0),
+        ))
+        .id();
+    let thrown = world
+        .spawn((
+            cube(),
+            InitialVelocity(Vec3::new(0.0, 0.0, 2.0)),
+            Transform::from_xyz(3.0, 0.5, 0.0),
+        ))
+        .id();
+    let mut soft_contacts = 0;
+    for _ in 0..90 {
+        app.update();
+        soft_contacts = soft_contacts.max(
+            app.world()
+                .resource::<DeformableDiagnostics>()
+                .soft_contacts,
+        );
+    }
+    // The upper cube rests on the lower one (centres 0.4 m apart, less a little squash), not
+    // inside it or beside it.
+    let centre = |p: &[sim::Vec3]| p.iter().sum::<sim::Vec3>() / p.len() as f64;
+    let (l, u) = (
+        centre(&positions(&app, lower)),
+        centre(&positions(&app, upper)),
+    );
+    assert!(
+        (u.y - l.y - 0.4).abs() < 0.02,
+        "centres {} m apart",
+        u.y - l.y
+    );
+    assert!((u.x - l.x).abs() < 0.1, "the upper cube slid off");
+    assert!(soft_contacts > 0);
+    let diagnostics = app.world().resource::<DeformableDiagnostics>();
+    assert!(diagnostics.contact_regions > 0 && diagnostics.islands >= 1);
+    // The thrown cube started at 2 m/s along z and slid on the floor (friction stops it).
+    let z = positions(&app, thrown).iter().map(|p| p.z).sum::<f64>() / 64.0;
+    assert!(z > 0.1, "the thrown cube moved only {z} m");
+}

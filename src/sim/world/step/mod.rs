@@ -23,23 +23,23 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+mod guard;
+mod respond;
+
+pub use respond::ContactPoint;
+
 use super::WorldSettings;
 use super::body::SoftBody;
 use super::island::{Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use crate::sim::contact::{
-    ContactLcp, LcpContact, LcpStats, Obstacle, SoftContact, SoftSurface, detect_contacts,
-    detect_contacts_swept, detect_soft_contacts, fit_surface_bvh,
+    ContactLcp, LcpStats, Obstacle, SoftContact, SoftSurface, detect_contacts_swept,
+    detect_soft_contacts, fit_surface_bvh,
 };
 use crate::sim::math::{Mat3, Vec3, all_finite};
-use crate::sim::pd::PINNED;
 
 /// Extra PD iterations allowed when the last iteration found new penetrations.
 const EXTRA_ITERATIONS: usize = 2;
-
-/// A contact touches at the end of the step (and enters the velocity LCP) if its gap is below
-/// this (m) or its QP force is positive.
-const TOUCHING_GAP: f64 = 1e-5;
 
 /// World-level buffers of the step, reused (no allocation once warmed up).
 #[derive(Debug, Default)]
@@ -64,22 +64,6 @@ pub(crate) struct StepState {
     pub points: Vec<ContactPoint>,
     /// Per global vertex: the position shift of the friction impulses.
     shift: Vec<Vec3>,
-}
-
-/// A contact of the last step, for debug drawing and inspection.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ContactPoint {
-    /// Where the contact acts (m): the proxy or surface vertex at the end of the step.
-    pub position: Vec3,
-    /// Unit contact normal (out of the obstacle or the touched triangle).
-    pub normal: Vec3,
-    /// Contact region of the velocity LCP (regions share no vertex).
-    pub region: u32,
-    /// Total impulse on the proxy side during the step (N s): the position-level normal and
-    /// friction impulses plus the LCP's correction.
-    pub impulse: Vec3,
-    /// Whether the contact is between soft surfaces (otherwise against an obstacle).
-    pub soft: bool,
 }
 
 impl StepState {
@@ -132,8 +116,8 @@ pub(crate) fn substep(
             }
         }
     });
-    restitute(bodies, obstacles, h, st);
-    summary.lcp = respond(bodies, obstacles, settings, h, st);
+    respond::restitute(bodies, obstacles, h, st);
+    summary.lcp = respond::respond(bodies, obstacles, settings, h, st);
     summary.lcp_time = t.elapsed();
 
     let failures = &st.failures;
@@ -143,7 +127,7 @@ pub(crate) fn substep(
             NO_ISLAND => None,
             id => failures[id as usize].clone(),
         };
-        finish(b, obstacles, settings, h, failure);
+        guard::finish(b, obstacles, settings, h, failure);
     });
     summary
 }
@@ -515,337 +499,4 @@ fn soft_penetration(bodies: &[SoftBody], st: &StepState) -> f64 {
             IslandContact::Obstacle { .. } => None,
         })
         .fold(0.0, f64::max)
-}
-
-/// Restitution (part of phase 5): each island's rebound force
-/// ([`Island::restitution_force`]) through each body's prefactored matrix, scaled so that the
-/// bouncing contacts leave at `e` times their approach speed.
-fn restitute(bodies: &mut [SoftBody], obstacles: &[Obstacle], h: f64, st: &mut StepState) {
-    let count = st.island_count;
-    let StepState {
-        islands,
-        island_of,
-        offset_of,
-        deficits,
-        ..
-    } = st;
-    let layout = Layout {
-        island_of,
-        offset_of,
-    };
-    deficits.clear();
-    {
-        let shared = &*bodies;
-        deficits.extend(
-            islands[..count]
-                .iter_mut()
-                .enumerate()
-                .map(|(id, island)| island.restitution_force(id as u32, shared, obstacles, layout)),
-        );
-    }
-    if deficits.iter().all(Option::is_none) {
-        return;
-    }
-    let islands = &islands[..count];
-    let bouncing =
-        |i: usize| island_of[i] != NO_ISLAND && deficits[island_of[i] as usize].is_some();
-    // Each bouncing body's response A^-1 F / h, in its scratch.
-    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-        if !bouncing(i) {
-            return;
-        }
-        let (id, o) = (island_of[i] as usize, offset_of[i] as usize);
-        let SoftBody { pd, ws, .. } = b;
-        let Some(pd) = pd.as_mut() else { return };
-        let n = pd.free_vertices().len();
-        ws.x_free[..n].copy_from_slice(&islands[id].force[o..o + n]);
-        pd.solve_in_place(&mut ws.x_free[..n]);
-        ws.x_free[..n].iter_mut().for_each(|d| *d /= h);
-    });
-    // The scale of each island's response, in place of its deficit.
-    {
-        let shared = &*bodies;
-        for (id, island) in islands.iter().enumerate() {
-            if let Some(deficit) = deficits[id] {
-                deficits[id] = Some(island.restitution_scale(id as u32, shared, layout, deficit));
-            }
-        }
-    }
-    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-        let Some(scale) = (island_of[i] != NO_ISLAND)
-            .then(|| deficits[island_of[i] as usize])
-            .flatten()
-        else {
-            return;
-        };
-        let SoftBody { pd, v, ws, .. } = b;
-        let Some(pd) = pd.as_ref() else { return };
-        for (d, &vi) in pd.free_vertices().iter().enumerate() {
-            v[vi as usize] += scale * ws.x_free[d];
-        }
-    });
-}
-
-/// Phase 5: the velocity-level contact LCP of every touching contact, solved region by region;
-/// its impulses change velocities and positions.
-fn respond(
-    bodies: &mut [SoftBody],
-    obstacles: &[Obstacle],
-    settings: &WorldSettings,
-    h: f64,
-    st: &mut StepState,
-) -> LcpStats {
-    st.vertex_offsets.clear();
-    st.inv_mass.clear();
-    for b in bodies.iter() {
-        st.vertex_offsets.push(st.inv_mass.len() as u32);
-        match (&b.pd, &b.frozen) {
-            (Some(pd), None) => {
-                let dof = pd.dof_map();
-                st.inv_mass
-                    .extend(pd.masses().iter().zip(dof).map(|(&m, &d)| {
-                        if d == PINNED || !(m > 0.0) {
-                            0.0
-                        } else {
-                            1.0 / m
-                        }
-                    }));
-            }
-            _ => st.inv_mass.extend(std::iter::repeat_n(0.0, b.x.len())),
-        }
-    }
-    st.vertex_offsets.push(st.inv_mass.len() as u32);
-    st.lcp.clear();
-    st.points.clear();
-    for b in bodies.iter_mut() {
-        let n = b.x.len();
-        b.ws.friction.clear();
-        b.ws.friction.resize(n, Vec3::zeros());
-    }
-    let skin = settings.soft_contact_skin;
-    for island in &st.islands[..st.island_count] {
-        for (i, contact) in island.contacts.iter().enumerate() {
-            let lambda = island.lambda[i];
-            let friction = island.friction[i];
-            // Remember the friction force for the next step's iteration.
-            let (pb, pv) = contact.primary(bodies);
-            if let Some(f) = bodies[pb as usize].ws.friction.get_mut(pv as usize) {
-                *f += friction;
-            }
-            let (terms, count) = contact.terms(bodies);
-            let (mut gap, mut relative) = (0.0, Vec3::zeros());
-            let mut c = LcpContact::new(contact.normal());
-            for &(b, v, w) in &terms[..count] {
-                let body = &bodies[b as usize];
-                gap += w * c.normal().dot(&body.x[v as usize]);
-                relative += w * body.velocity(v as usize);
-                c.add_term(st.vertex_offsets[b as usize] + v, w);
-            }
-            let (position, touching) = match contact {
-                IslandContact::Obstacle { body, contact } => {
-                    gap -= contact.normal.dot(&contact.point);
-                    relative -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
-                    let b = &bodies[*body as usize];
-                    (
-                        b.proxies[contact.proxy as usize].position(&b.x),
-                        Some((*body, contact.obstacle)),
-                    )
-                }
-                IslandContact::Soft(s) => {
-                    gap -= skin;
-                    (bodies[s.vertex_body as usize].x[s.vertex as usize], None)
-                }
-            };
-            if !(lambda > 0.0 || gap < TOUCHING_GAP) {
-                continue;
-            }
-            c.free_velocity = c.frame * relative;
-            c.friction = island.mu[i];
-            c.normal_offset = lambda.max(0.0) * h;
-            let applied = c.frame * (friction * h);
-            c.tangent_offset = [applied.y, applied.z];
-            st.lcp.push(c);
-            st.points.push(ContactPoint {
-                position,
-                normal: c.normal(),
-                region: 0,
-                impulse: (c.normal() * lambda.max(0.0) + friction) * h,
-                soft: touching.is_none(),
-            });
-            if let Some((b, o)) = touching {
-                bodies[b as usize].ws.touching.push(o);
-            }
-        }
-    }
-    for b in bodies.iter_mut() {
-        b.ws.touching.sort_unstable();
-        b.ws.touching.dedup();
-    }
-    let inv_mass = &st.inv_mass;
-    st.lcp
-        .partition(inv_mass.len(), settings.separate_regions, |g| {
-            inv_mass[g as usize]
-        });
-    let stats = st.lcp.solve(&settings.lcp, true);
-    for (i, p) in st.points.iter_mut().enumerate() {
-        p.region = st.lcp.region_of(i) as u32;
-        p.impulse += st.lcp.impulse(i);
-    }
-    let locate = |offsets: &[u32], g: usize| {
-        let body = offsets.partition_point(|&o| o as usize <= g) - 1;
-        (body, g - offsets[body] as usize)
-    };
-    for (g, dv) in st.lcp.velocity_changes() {
-        let (body, v) = locate(&st.vertex_offsets, g);
-        bodies[body].v[v] += dv;
-    }
-    // Positions follow the friction impulses (h times their velocity change), so static friction
-    // holds a body where it is instead of only slowing it; the normal impulses change velocities
-    // only, the positions being the QP's (which already keep every contact). A friction shift
-    // along one contact's plane must not push its vertex into another contact (the floor's
-    // friction into the wall of a corner): the part of a vertex's shift against any of its
-    // contacts' normals is removed.
-    st.shift.clear();
-    st.shift.resize(st.inv_mass.len(), Vec3::zeros());
-    for i in 0..st.lcp.len() {
-        let c = st.lcp.contact(i);
-        let impulse = st.lcp.impulse(i);
-        let n = c.normal();
-        let tangential = impulse - n * n.dot(&impulse);
-        for (g, w) in c.terms() {
-            st.shift[g] += (h * w * st.inv_mass[g]) * tangential;
-        }
-    }
-    for i in 0..st.lcp.len() {
-        let c = st.lcp.contact(i);
-        let n = c.normal();
-        for (g, w) in c.terms() {
-            let into = w.signum() * n.dot(&st.shift[g]);
-            if into < 0.0 {
-                st.shift[g] -= w.signum() * into * n;
-            }
-        }
-    }
-    for (g, _) in st.lcp.velocity_changes() {
-        let (body, v) = locate(&st.vertex_offsets, g);
-        bodies[body].x[v] += st.shift[g];
-    }
-    stats
-}
-
-/// Phase 6 for one body: a failed QP freezes it; otherwise damping, the guard, the deepest
-/// obstacle penetration, and the new last good state.
-fn finish(
-    body: &mut SoftBody,
-    obstacles: &[Obstacle],
-    settings: &WorldSettings,
-    h: f64,
-    failure: Option<FreezeReason>,
-) {
-    if body.frozen.is_some() {
-        return;
-    }
-    let t = Instant::now();
-    let verdict = match failure {
-        Some(reason) => Err(reason),
-        None => guard(body, settings, h),
-    };
-    match verdict {
-        Ok(()) => {
-            body.last_step.0.max_penetration = max_penetration(body, obstacles);
-            body.good_x.copy_from_slice(&body.x);
-            body.good_v.copy_from_slice(&body.v);
-        }
-        Err(reason) => {
-            body.freeze(reason);
-            body.last_step.1 = body.frozen.clone();
-        }
-    }
-    body.last_step.0.timings.velocity += t.elapsed();
-}
-
-/// Damping of the deformation, then the checks that freeze a body.
-fn guard(body: &mut SoftBody, settings: &WorldSettings, h: f64) -> Result<(), FreezeReason> {
-    let SoftBody {
-        pd,
-        x,
-        v,
-        material,
-        ws,
-        ..
-    } = body;
-    let Some(pd) = pd.as_ref() else {
-        return Err(FreezeReason::Factorization("missing system".into()));
-    };
-    let masses = pd.masses();
-    let kinetic = |v: &[Vec3]| {
-        0.5 * v
-            .iter()
-            .zip(masses)
-            .map(|(vi, m)| m * vi.norm_squared())
-            .sum::<f64>()
-    };
-    let ke_before = kinetic(&ws.v_start);
-    // Damping of the deformation only: rigid translation and rotation are kept.
-    if material.damping > 0.0 {
-        damp_deformation(x, v, masses, pd.dof_map(), (-material.damping * h).exp());
-    }
-    if !(all_finite(x) && all_finite(v)) {
-        return Err(FreezeReason::NonFiniteState);
-    }
-    let max_speed = v.iter().map(|vi| vi.norm()).fold(0.0, f64::max);
-    if max_speed > settings.max_speed {
-        return Err(FreezeReason::SpeedLimit { speed: max_speed });
-    }
-    let total_mass: f64 = masses.iter().sum();
-    let ke_after = kinetic(v);
-    let reference = ke_before.max(0.5 * total_mass);
-    if ke_after > settings.runaway_energy_factor * reference {
-        return Err(FreezeReason::EnergyRunaway {
-            before: ke_before,
-            after: ke_after,
-        });
-    }
-    Ok(())
-}
-
-/// Scales the non-rigid part of the free vertices' velocities by `factor`.
-fn damp_deformation(x: &[Vec3], v: &mut [Vec3], masses: &[f64], dof: &[u32], factor: f64) {
-    let total: f64 = masses.iter().sum();
-    if !(total > 0.0) {
-        return;
-    }
-    let c = x.iter().zip(masses).map(|(p, &m)| m * p).sum::<Vec3>() / total;
-    let vcm = v.iter().zip(masses).map(|(u, &m)| m * u).sum::<Vec3>() / total;
-    let mut l = Vec3::zeros();
-    let mut inertia = Mat3::zeros();
-    for ((p, u), &m) in x.iter().zip(v.iter()).zip(masses) {
-        let r = p - c;
-        l += m * r.cross(&(u - vcm));
-        inertia += m * (Mat3::identity() * r.norm_squared() - r * r.transpose());
-    }
-    let omega = inertia.try_inverse().map_or(Vec3::zeros(), |inv| inv * l);
-    for i in 0..v.len() {
-        if dof[i] == PINNED {
-            continue;
-        }
-        let rigid = vcm + omega.cross(&(x[i] - c));
-        v[i] = rigid + (v[i] - rigid) * factor;
-    }
-}
-
-/// Deepest penetration (m) of any proxy into any obstacle at the body's positions.
-fn max_penetration(body: &mut SoftBody, obstacles: &[Obstacle]) -> f64 {
-    let ws = &mut body.ws;
-    ws.contacts.clear();
-    detect_contacts(
-        &body.proxies,
-        &body.x,
-        obstacles,
-        0.0,
-        &[],
-        &mut ws.proxy_positions,
-        &mut ws.contacts,
-    );
-    ws.contacts.iter().map(|c| c.depth).fold(0.0, f64::max)
 }

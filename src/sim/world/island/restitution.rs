@@ -1,0 +1,101 @@
+//! Restitution by Poisson's rule, applied through the bodies' prefactored matrices.
+
+use super::{Island, IslandContact, Layout};
+use crate::sim::contact::Obstacle;
+use crate::sim::math::Vec3;
+use crate::sim::world::body::SoftBody;
+
+impl Island {
+    /// Restitution, first half. Every contact that closed faster than the threshold at the start
+    /// of the step should leave at `e` times that speed (Newton's rule, eq. (9) of the regions
+    /// paper). The rebound is applied as a force with the shape of the step's contact forces,
+    /// `F = sum_c e_c lambda_c n_c J_c'` (into [`Island::force`]), scaled by a factor `alpha`
+    /// chosen so that the contacts' normal velocity, averaged with the weights `e_c lambda_c`,
+    /// reaches the same average of `e_c` times their approach speeds. Through each body's
+    /// prefactored matrix (`dv = alpha A^-1 F / h`, [`Island::restitution_scale`]) the rebound
+    /// spreads through the body as the impact did: a velocity-level impulse on the few contact
+    /// vertices alone would hand them the whole body's rebound momentum. Returns the average
+    /// velocity the contacts still lack (m/s), or `None` if nothing bounces.
+    pub fn restitution_force(
+        &mut self,
+        id: u32,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        layout: Layout<'_>,
+    ) -> Option<f64> {
+        self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
+        let (mut weight, mut deficit) = (0.0, 0.0);
+        for (i, contact) in self.contacts.iter().enumerate() {
+            let push = self.restitution[i] * self.lambda[i];
+            if !(push > 0.0) {
+                continue;
+            }
+            let n = contact.normal();
+            let (terms, count) = contact.terms(bodies);
+            let mut velocity = Vec3::zeros();
+            for &(b, v, w) in &terms[..count] {
+                velocity += w * bodies[b as usize].velocity(v as usize);
+                if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
+                    self.force[u as usize] += (push * w) * n;
+                }
+            }
+            if let IslandContact::Obstacle { contact, .. } = contact {
+                velocity -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+            }
+            weight += push;
+            deficit += push * (self.restitution[i] * self.approach[i] - n.dot(&velocity));
+        }
+        (weight > 0.0 && deficit > 0.0).then(|| deficit / weight)
+    }
+
+    /// Restitution, second half: the factor `alpha` for a deficit `deficit` (m/s), given each
+    /// member's response `A^-1 F / h` to the force of [`Island::restitution_force`] per free
+    /// vertex in its workspace (`ws.x_free`).
+    pub fn restitution_scale(
+        &self,
+        id: u32,
+        bodies: &[SoftBody],
+        layout: Layout<'_>,
+        deficit: f64,
+    ) -> f64 {
+        let (mut weight, mut response) = (0.0, 0.0);
+        for (i, contact) in self.contacts.iter().enumerate() {
+            let push = self.restitution[i] * self.lambda[i];
+            if !(push > 0.0) {
+                continue;
+            }
+            let n = contact.normal();
+            let (terms, count) = contact.terms(bodies);
+            for &(b, v, w) in &terms[..count] {
+                if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
+                    let d = u - layout.offset_of[b as usize];
+                    response += push * w * n.dot(&bodies[b as usize].ws.x_free[d as usize]);
+                }
+            }
+            weight += push;
+        }
+        if response > 0.0 {
+            deficit * weight / response
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The normal approach speed (m/s) of a contact at the start of the step (positive when
+/// closing).
+pub(super) fn approach_speed(
+    contact: &IslandContact,
+    bodies: &[SoftBody],
+    obstacles: &[Obstacle],
+) -> f64 {
+    let (terms, count) = contact.terms(bodies);
+    let mut v: Vec3 = terms[..count]
+        .iter()
+        .map(|&(b, i, w)| w * bodies[b as usize].start_velocity(i as usize))
+        .sum();
+    if let IslandContact::Obstacle { contact, .. } = contact {
+        v -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+    }
+    -contact.normal().dot(&v)
+}

@@ -1,0 +1,128 @@
+//! Phase 6 of a step: a failed QP freezes its bodies; otherwise deformation damping and the
+//! guard that freezes a body whose state ran away.
+
+use std::time::Instant;
+
+use super::super::WorldSettings;
+use super::super::body::SoftBody;
+use super::super::report::FreezeReason;
+use crate::sim::contact::{Obstacle, detect_contacts};
+use crate::sim::math::{Mat3, Vec3, all_finite};
+use crate::sim::pd::PINNED;
+
+/// Phase 6 for one body: a failed QP freezes it; otherwise damping, the guard, the deepest
+/// obstacle penetration, and the new last good state.
+pub(super) fn finish(
+    body: &mut SoftBody,
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    h: f64,
+    failure: Option<FreezeReason>,
+) {
+    if body.frozen.is_some() {
+        return;
+    }
+    let t = Instant::now();
+    let verdict = match failure {
+        Some(reason) => Err(reason),
+        None => guard(body, settings, h),
+    };
+    match verdict {
+        Ok(()) => {
+            body.last_step.0.max_penetration = max_penetration(body, obstacles);
+            body.good_x.copy_from_slice(&body.x);
+            body.good_v.copy_from_slice(&body.v);
+        }
+        Err(reason) => {
+            body.freeze(reason);
+            body.last_step.1 = body.frozen.clone();
+        }
+    }
+    body.last_step.0.timings.velocity += t.elapsed();
+}
+
+/// Damping of the deformation, then the checks that freeze a body.
+fn guard(body: &mut SoftBody, settings: &WorldSettings, h: f64) -> Result<(), FreezeReason> {
+    let SoftBody {
+        pd,
+        x,
+        v,
+        material,
+        ws,
+        ..
+    } = body;
+    let Some(pd) = pd.as_ref() else {
+        return Err(FreezeReason::Factorization("missing system".into()));
+    };
+    let masses = pd.masses();
+    let kinetic = |v: &[Vec3]| {
+        0.5 * v
+            .iter()
+            .zip(masses)
+            .map(|(vi, m)| m * vi.norm_squared())
+            .sum::<f64>()
+    };
+    let ke_before = kinetic(&ws.v_start);
+    // Damping of the deformation only: rigid translation and rotation are kept.
+    if material.damping > 0.0 {
+        damp_deformation(x, v, masses, pd.dof_map(), (-material.damping * h).exp());
+    }
+    if !(all_finite(x) && all_finite(v)) {
+        return Err(FreezeReason::NonFiniteState);
+    }
+    let max_speed = v.iter().map(|vi| vi.norm()).fold(0.0, f64::max);
+    if max_speed > settings.max_speed {
+        return Err(FreezeReason::SpeedLimit { speed: max_speed });
+    }
+    let total_mass: f64 = masses.iter().sum();
+    let ke_after = kinetic(v);
+    let reference = ke_before.max(0.5 * total_mass);
+    if ke_after > settings.runaway_energy_factor * reference {
+        return Err(FreezeReason::EnergyRunaway {
+            before: ke_before,
+            after: ke_after,
+        });
+    }
+    Ok(())
+}
+
+/// Scales the non-rigid part of the free vertices' velocities by `factor`.
+fn damp_deformation(x: &[Vec3], v: &mut [Vec3], masses: &[f64], dof: &[u32], factor: f64) {
+    let total: f64 = masses.iter().sum();
+    if !(total > 0.0) {
+        return;
+    }
+    let c = x.iter().zip(masses).map(|(p, &m)| m * p).sum::<Vec3>() / total;
+    let vcm = v.iter().zip(masses).map(|(u, &m)| m * u).sum::<Vec3>() / total;
+    let mut l = Vec3::zeros();
+    let mut inertia = Mat3::zeros();
+    for ((p, u), &m) in x.iter().zip(v.iter()).zip(masses) {
+        let r = p - c;
+        l += m * r.cross(&(u - vcm));
+        inertia += m * (Mat3::identity() * r.norm_squared() - r * r.transpose());
+    }
+    let omega = inertia.try_inverse().map_or(Vec3::zeros(), |inv| inv * l);
+    for i in 0..v.len() {
+        if dof[i] == PINNED {
+            continue;
+        }
+        let rigid = vcm + omega.cross(&(x[i] - c));
+        v[i] = rigid + (v[i] - rigid) * factor;
+    }
+}
+
+/// Deepest penetration (m) of any proxy into any obstacle at the body's positions.
+fn max_penetration(body: &mut SoftBody, obstacles: &[Obstacle]) -> f64 {
+    let ws = &mut body.ws;
+    ws.contacts.clear();
+    detect_contacts(
+        &body.proxies,
+        &body.x,
+        obstacles,
+        0.0,
+        &[],
+        &mut ws.proxy_positions,
+        &mut ws.contacts,
+    );
+    ws.contacts.iter().map(|c| c.depth).fold(0.0, f64::max)
+}

@@ -1,0 +1,252 @@
+//! Phase 5 of a step: restitution through the prefactored matrices, then the velocity-level
+//! contact LCP of every touching contact (see the parent module's docs).
+
+use super::super::WorldSettings;
+use super::super::body::SoftBody;
+use super::super::island::{IslandContact, Layout, NO_ISLAND};
+use super::StepState;
+use crate::sim::contact::{LcpContact, LcpStats, Obstacle};
+use crate::sim::math::Vec3;
+use crate::sim::pd::PINNED;
+use rayon::prelude::*;
+
+/// A contact touches at the end of the step (and enters the velocity LCP) if its gap is below
+/// this (m) or its QP force is positive.
+const TOUCHING_GAP: f64 = 1e-5;
+
+/// A contact of the last step, for debug drawing and inspection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContactPoint {
+    /// Where the contact acts (m): the proxy or surface vertex at the end of the step.
+    pub position: Vec3,
+    /// Unit contact normal (out of the obstacle or the touched triangle).
+    pub normal: Vec3,
+    /// Contact region of the velocity LCP (regions share no vertex).
+    pub region: u32,
+    /// Total impulse on the proxy side during the step (N s): the position-level normal and
+    /// friction impulses plus the LCP's correction.
+    pub impulse: Vec3,
+    /// Whether the contact is between soft surfaces (otherwise against an obstacle).
+    pub soft: bool,
+}
+
+/// Restitution (part of phase 5): each island's rebound force
+/// ([`Island::restitution_force`]) through each body's prefactored matrix, scaled so that the
+/// bouncing contacts leave at `e` times their approach speed.
+pub(super) fn restitute(
+    bodies: &mut [SoftBody],
+    obstacles: &[Obstacle],
+    h: f64,
+    st: &mut StepState,
+) {
+    let count = st.island_count;
+    let StepState {
+        islands,
+        island_of,
+        offset_of,
+        deficits,
+        ..
+    } = st;
+    let layout = Layout {
+        island_of,
+        offset_of,
+    };
+    deficits.clear();
+    {
+        let shared = &*bodies;
+        deficits.extend(
+            islands[..count]
+                .iter_mut()
+                .enumerate()
+                .map(|(id, island)| island.restitution_force(id as u32, shared, obstacles, layout)),
+        );
+    }
+    if deficits.iter().all(Option::is_none) {
+        return;
+    }
+    let islands = &islands[..count];
+    let bouncing =
+        |i: usize| island_of[i] != NO_ISLAND && deficits[island_of[i] as usize].is_some();
+    // Each bouncing body's response A^-1 F / h, in its scratch.
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        if !bouncing(i) {
+            return;
+        }
+        let (id, o) = (island_of[i] as usize, offset_of[i] as usize);
+        let SoftBody { pd, ws, .. } = b;
+        let Some(pd) = pd.as_mut() else { return };
+        let n = pd.free_vertices().len();
+        ws.x_free[..n].copy_from_slice(&islands[id].force[o..o + n]);
+        pd.solve_in_place(&mut ws.x_free[..n]);
+        ws.x_free[..n].iter_mut().for_each(|d| *d /= h);
+    });
+    // The scale of each island's response, in place of its deficit.
+    {
+        let shared = &*bodies;
+        for (id, island) in islands.iter().enumerate() {
+            if let Some(deficit) = deficits[id] {
+                deficits[id] = Some(island.restitution_scale(id as u32, shared, layout, deficit));
+            }
+        }
+    }
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        let Some(scale) = (island_of[i] != NO_ISLAND)
+            .then(|| deficits[island_of[i] as usize])
+            .flatten()
+        else {
+            return;
+        };
+        let SoftBody { pd, v, ws, .. } = b;
+        let Some(pd) = pd.as_ref() else { return };
+        for (d, &vi) in pd.free_vertices().iter().enumerate() {
+            v[vi as usize] += scale * ws.x_free[d];
+        }
+    });
+}
+
+/// Phase 5: the velocity-level contact LCP of every touching contact, solved region by region;
+/// its impulses change velocities and positions.
+pub(super) fn respond(
+    bodies: &mut [SoftBody],
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    h: f64,
+    st: &mut StepState,
+) -> LcpStats {
+    st.vertex_offsets.clear();
+    st.inv_mass.clear();
+    for b in bodies.iter() {
+        st.vertex_offsets.push(st.inv_mass.len() as u32);
+        match (&b.pd, &b.frozen) {
+            (Some(pd), None) => {
+                let dof = pd.dof_map();
+                st.inv_mass
+                    .extend(pd.masses().iter().zip(dof).map(|(&m, &d)| {
+                        if d == PINNED || !(m > 0.0) {
+                            0.0
+                        } else {
+                            1.0 / m
+                        }
+                    }));
+            }
+            _ => st.inv_mass.extend(std::iter::repeat_n(0.0, b.x.len())),
+        }
+    }
+    st.vertex_offsets.push(st.inv_mass.len() as u32);
+    st.lcp.clear();
+    st.points.clear();
+    for b in bodies.iter_mut() {
+        let n = b.x.len();
+        b.ws.friction.clear();
+        b.ws.friction.resize(n, Vec3::zeros());
+    }
+    let skin = settings.soft_contact_skin;
+    for island in &st.islands[..st.island_count] {
+        for (i, contact) in island.contacts.iter().enumerate() {
+            let lambda = island.lambda[i];
+            let friction = island.friction[i];
+            // Remember the friction force for the next step's iteration.
+            let (pb, pv) = contact.primary(bodies);
+            if let Some(f) = bodies[pb as usize].ws.friction.get_mut(pv as usize) {
+                *f += friction;
+            }
+            let (terms, count) = contact.terms(bodies);
+            let (mut gap, mut relative) = (0.0, Vec3::zeros());
+            let mut c = LcpContact::new(contact.normal());
+            for &(b, v, w) in &terms[..count] {
+                let body = &bodies[b as usize];
+                gap += w * c.normal().dot(&body.x[v as usize]);
+                relative += w * body.velocity(v as usize);
+                c.add_term(st.vertex_offsets[b as usize] + v, w);
+            }
+            let (position, touching) = match contact {
+                IslandContact::Obstacle { body, contact } => {
+                    gap -= contact.normal.dot(&contact.point);
+                    relative -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
+                    let b = &bodies[*body as usize];
+                    (
+                        b.proxies[contact.proxy as usize].position(&b.x),
+                        Some((*body, contact.obstacle)),
+                    )
+                }
+                IslandContact::Soft(s) => {
+                    gap -= skin;
+                    (bodies[s.vertex_body as usize].x[s.vertex as usize], None)
+                }
+            };
+            if !(lambda > 0.0 || gap < TOUCHING_GAP) {
+                continue;
+            }
+            c.free_velocity = c.frame * relative;
+            c.friction = island.mu[i];
+            c.normal_offset = lambda.max(0.0) * h;
+            let applied = c.frame * (friction * h);
+            c.tangent_offset = [applied.y, applied.z];
+            st.lcp.push(c);
+            st.points.push(ContactPoint {
+                position,
+                normal: c.normal(),
+                region: 0,
+                impulse: (c.normal() * lambda.max(0.0) + friction) * h,
+                soft: touching.is_none(),
+            });
+            if let Some((b, o)) = touching {
+                bodies[b as usize].ws.touching.push(o);
+            }
+        }
+    }
+    for b in bodies.iter_mut() {
+        b.ws.touching.sort_unstable();
+        b.ws.touching.dedup();
+    }
+    let inv_mass = &st.inv_mass;
+    st.lcp
+        .partition(inv_mass.len(), settings.separate_regions, |g| {
+            inv_mass[g as usize]
+        });
+    let stats = st.lcp.solve(&settings.lcp, true);
+    for (i, p) in st.points.iter_mut().enumerate() {
+        p.region = st.lcp.region_of(i) as u32;
+        p.impulse += st.lcp.impulse(i);
+    }
+    let locate = |offsets: &[u32], g: usize| {
+        let body = offsets.partition_point(|&o| o as usize <= g) - 1;
+        (body, g - offsets[body] as usize)
+    };
+    for (g, dv) in st.lcp.velocity_changes() {
+        let (body, v) = locate(&st.vertex_offsets, g);
+        bodies[body].v[v] += dv;
+    }
+    // Positions follow the friction impulses (h times their velocity change), so static friction
+    // holds a body where it is instead of only slowing it; the normal impulses change velocities
+    // only, the positions being the QP's (which already keep every contact). A friction shift
+    // along one contact's plane must not push its vertex into another contact (the floor's
+    // friction into the wall of a corner): the part of a vertex's shift against any of its
+    // contacts' normals is removed.
+    st.shift.clear();
+    st.shift.resize(st.inv_mass.len(), Vec3::zeros());
+    for i in 0..st.lcp.len() {
+        let c = st.lcp.contact(i);
+        let impulse = st.lcp.impulse(i);
+        let n = c.normal();
+        let tangential = impulse - n * n.dot(&impulse);
+        for (g, w) in c.terms() {
+            st.shift[g] += (h * w * st.inv_mass[g]) * tangential;
+        }
+    }
+    for i in 0..st.lcp.len() {
+        let c = st.lcp.contact(i);
+        let n = c.normal();
+        for (g, w) in c.terms() {
+            let into = w.signum() * n.dot(&st.shift[g]);
+            if into < 0.0 {
+                st.shift[g] -= w.signum() * into * n;
+            }
+        }
+    }
+    for (g, _) in st.lcp.velocity_changes() {
+        let (body, v) = locate(&st.vertex_offsets, g);
+        bodies[body].x[v] += st.shift[g];
+    }
+    stats
+}

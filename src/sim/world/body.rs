@@ -153,6 +153,11 @@ impl SoftBody {
         self.frozen = Some(reason);
     }
 
+    /// Number of free (unpinned) vertices: the body's unknowns in its island's QP.
+    pub(crate) fn free_count(&self) -> usize {
+        self.pd.as_ref().map_or(0, |pd| pd.free_vertices().len())
+    }
+
     /// Where `vertex` started the step (m); a frozen body stays where it is.
     pub(crate) fn start_position(&self, vertex: usize) -> Vec3 {
         if self.frozen.is_some() {

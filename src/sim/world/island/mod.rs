@@ -171,6 +171,8 @@ pub(crate) struct Island {
     pub restitution: Vec<f64>,
     /// Per contact: its normal approach speed at the start of the step (m/s).
     approach: Vec<f64>,
+    /// `sum_c e_c lambda_c` of the bouncing contacts (N), set by the restitution force.
+    restitution_weight: f64,
     /// Per contact: its combined friction coefficient.
     pub mu: Vec<f64>,
     /// Per contact: its friction force (N, tangential, on the positive side), iterated with the
@@ -264,12 +266,7 @@ impl Island {
         self.unknowns = self
             .members
             .iter()
-            .map(|&b| {
-                bodies[b as usize]
-                    .pd
-                    .as_ref()
-                    .map_or(0, |pd| pd.free_vertices().len())
-            })
+            .map(|&b| bodies[b as usize].free_count())
             .sum();
         self.member_inverse_mass.clear();
         for &b in &self.members {

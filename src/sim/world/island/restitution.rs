@@ -45,37 +45,28 @@ impl Island {
             weight += push;
             deficit += push * (self.restitution[i] * self.approach[i] - n.dot(&velocity));
         }
+        self.restitution_weight = weight;
         (weight > 0.0 && deficit > 0.0).then(|| deficit / weight)
     }
 
     /// Restitution, second half: the factor `alpha` for a deficit `deficit` (m/s), given each
     /// member's response `A^-1 F / h` to the force of [`Island::restitution_force`] per free
-    /// vertex in its workspace (`ws.x_free`).
-    pub fn restitution_scale(
-        &self,
-        id: u32,
-        bodies: &[SoftBody],
-        layout: Layout<'_>,
-        deficit: f64,
-    ) -> f64 {
-        let (mut weight, mut response) = (0.0, 0.0);
-        for (i, contact) in self.contacts.iter().enumerate() {
-            let push = self.restitution[i] * self.lambda[i];
-            if !(push > 0.0) {
-                continue;
-            }
-            let n = contact.normal();
-            let (terms, count) = contact.terms(bodies);
-            for &(b, v, w) in &terms[..count] {
-                if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
-                    let d = u - layout.offset_of[b as usize];
-                    response += push * w * n.dot(&bodies[b as usize].ws.x_free[d as usize]);
-                }
-            }
-            weight += push;
+    /// vertex in its workspace (`ws.x_free`). The contacts' weighted normal velocity change is
+    /// `sum_c e_c lambda_c n_c . J_c dv = F . dv`.
+    pub fn restitution_scale(&self, bodies: &[SoftBody], layout: Layout<'_>, deficit: f64) -> f64 {
+        let mut response = 0.0;
+        for &b in &self.members {
+            let body = &bodies[b as usize];
+            let o = layout.offset_of[b as usize] as usize;
+            let n = body.free_count();
+            response += self.force[o..o + n]
+                .iter()
+                .zip(&body.ws.x_free[..n])
+                .map(|(f, dv)| f.dot(dv))
+                .sum::<f64>();
         }
         if response > 0.0 {
-            deficit * weight / response
+            deficit * self.restitution_weight / response
         } else {
             0.0
         }

@@ -316,7 +316,7 @@ fn form_islands(
         st.island_of[i] = id;
         let island = &mut st.islands[id as usize];
         st.offset_of[i] = island.members.last().map_or(0, |&m| {
-            st.offset_of[m as usize] + free_count(&bodies[m as usize]) as u32
+            st.offset_of[m as usize] + bodies[m as usize].free_count() as u32
         });
         island.members.push(i as u32);
         st.island_size[id as usize] += 1;
@@ -335,10 +335,6 @@ fn form_islands(
         });
         st.islands[id].begin(bodies, obstacles, soft, settings);
     }
-}
-
-fn free_count(body: &SoftBody) -> usize {
-    body.pd.as_ref().map_or(0, |pd| pd.free_vertices().len())
 }
 
 /// Phase 4: the PD iterations of every island.

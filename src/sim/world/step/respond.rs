@@ -85,7 +85,7 @@ pub(super) fn restitute(
         let shared = &*bodies;
         for (id, island) in islands.iter().enumerate() {
             if let Some(deficit) = deficits[id] {
-                deficits[id] = Some(island.restitution_scale(id as u32, shared, layout, deficit));
+                deficits[id] = Some(island.restitution_scale(shared, layout, deficit));
             }
         }
     }

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Exit 0 if the PNG at argv[1] is a real picture: decodes, and its pixels vary.
 
+With `--panel-right N`, also require the inspector's egui panel in the rightmost N pixels: mostly
+dark (egui's dark theme) with text on it, against the example's light sky.
+
 Standard library only (zlib): handles 8-bit RGB/RGBA PNGs without interlacing, which is what
 Bevy's screenshot writer produces.
 """
@@ -51,15 +54,30 @@ def pixels(path):
 
 
 def main():
-    width, height, channels, rows = pixels(sys.argv[1])
+    path = sys.argv[1]
+    width, height, channels, rows = pixels(path)
     colours = set()
     for line in rows[:: max(1, height // 64)]:
         for x in range(0, width * channels, channels * max(1, width // 64)):
             colours.add(bytes(line[x:x + 3]))
-    print(f"{sys.argv[1]}: {width}x{height}, {len(colours)} distinct sampled colours")
+    print(f"{path}: {width}x{height}, {len(colours)} distinct sampled colours")
     if len(colours) < 16:
         print("the picture is blank or nearly so", file=sys.stderr)
         sys.exit(1)
+    if "--panel-right" in sys.argv:
+        strip = int(sys.argv[sys.argv.index("--panel-right") + 1])
+        dark, total, panel_colours = 0, 0, set()
+        for line in rows[:: max(1, height // 128)]:
+            for x in range((width - strip) * channels, width * channels, channels * 4):
+                px = bytes(line[x:x + 3])
+                total += 1
+                dark += max(px) < 70
+                panel_colours.add(px)
+        share = dark / max(total, 1)
+        print(f"panel strip: {share:.0%} dark, {len(panel_colours)} distinct colours")
+        if share < 0.5 or len(panel_colours) < 8:
+            print("the inspector panel is not in the picture", file=sys.stderr)
+            sys.exit(1)
 
 
 if __name__ == "__main__":

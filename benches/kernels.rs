@@ -76,6 +76,7 @@ fn main() {
                 dt: 1.0 / 60.0,
                 pinned: &[],
                 attach_stiffness: &[],
+                spring: None,
             },
         )
         .expect("factorizable");

@@ -95,6 +95,7 @@ fn record_qp(resolution: usize) -> RecordedQp {
             dt: DT,
             pinned: &[],
             attach_stiffness: &[],
+            spring: None,
         },
     )
     .expect("factorizable");

@@ -78,8 +78,9 @@ fn setup(
         cage.tet_count(),
         surface.positions().len()
     );
-    for (material, color, x, y) in bunnies {
+    for (i, (material, color, x, y)) in bunnies.into_iter().enumerate() {
         commands.spawn((
+            Name::new(format!("bunny {i}")),
             DeformableBody::from(cage.clone()),
             material,
             Mesh3d(render.clone()),

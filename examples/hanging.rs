@@ -50,6 +50,7 @@ fn setup(
     let bar = TetMesh::cuboid(sim::Vec3::new(0.12, 0.6, 0.12), 10);
     let pinned = top_vertices(&bar);
     commands.spawn((
+        Name::new("pinned bar"),
         DeformableBody::from(bar),
         SoftMaterial::RUBBER.with_youngs_modulus(5.0e4),
         Pin { vertices: pinned },
@@ -68,6 +69,7 @@ fn setup(
     let block = TetMesh::cuboid(sim::Vec3::new(0.25, 0.3, 0.25), 7);
     let attached = top_vertices(&block);
     commands.spawn((
+        Name::new("attached jelly"),
         DeformableBody::from(block),
         SoftMaterial::JELLY,
         Attachment {

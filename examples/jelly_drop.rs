@@ -38,6 +38,7 @@ fn setup(
     // a smooth Bevy primitive embedded in their (coarser) tets; boxes draw their tet surface.
     let bodies = [
         (
+            "jelly cube",
             TetMesh::cuboid(sim::Vec3::repeat(0.3), 6),
             None,
             SoftMaterial::JELLY,
@@ -45,6 +46,7 @@ fn setup(
             Vec3::new(-1.8, 2.2, 0.0),
         ),
         (
+            "rubber ball",
             TetMesh::sphere(0.35, 8),
             Some(Sphere::new(0.35).mesh().ico(4).expect("ico(4) is valid")),
             SoftMaterial::RUBBER,
@@ -52,6 +54,7 @@ fn setup(
             Vec3::new(1.3, 2.4, 0.1),
         ),
         (
+            "flesh capsule",
             TetMesh::capsule(0.2, 0.35, 6),
             Some(
                 Capsule3d::new(0.2, 0.7)
@@ -65,6 +68,7 @@ fn setup(
             Vec3::new(0.3, 1.8, -1.2),
         ),
         (
+            "soft slab",
             TetMesh::cuboid(sim::Vec3::new(0.5, 0.15, 0.25), 8),
             None,
             SoftMaterial::JELLY.with_youngs_modulus(8.0e3),
@@ -72,8 +76,9 @@ fn setup(
             Vec3::new(0.0, 3.2, 1.3),
         ),
     ];
-    for (mesh, render, material, color, at) in bodies {
+    for (name, mesh, render, material, color, at) in bodies {
         let mut body = commands.spawn((
+            Name::new(name),
             DeformableBody::from(mesh),
             material,
             MeshMaterial3d(materials.add(common::soft_look(color))),

@@ -83,6 +83,7 @@ fn setup(
             ),
         };
         let mut body = commands.spawn((
+            Name::new(format!("body {i}")),
             DeformableBody::from(mesh),
             material,
             MeshMaterial3d(materials.add(common::soft_look(color))),

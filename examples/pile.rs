@@ -65,6 +65,7 @@ fn setup(
             Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.3 * i as f32));
         if i % 2 == 0 {
             commands.spawn((
+                Name::new(format!("cube {i}")),
                 DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(size as f64), 4)),
                 material,
                 look,
@@ -72,6 +73,7 @@ fn setup(
             ));
         } else {
             commands.spawn((
+                Name::new(format!("ball {i}")),
                 DeformableBody::from(TetMesh::sphere(size as f64, 5)),
                 Mesh3d(meshes.add(Sphere::new(size).mesh().ico(3).expect("ico(3) is valid"))),
                 material,

@@ -42,6 +42,7 @@ fn setup(
         for k in 0..=row {
             let at = Vec3::new(0.17 * row as f32, 1.2, (k as f32 - row as f32 / 2.0) * 0.16);
             commands.spawn((
+                Name::new(format!("skittle {row}.{k}")),
                 DeformableBody::from(TetMesh::capsule(radius as f64, half_height as f64, 4)),
                 Mesh3d(skittle_mesh.clone()),
                 SoftMaterial::RUBBER.with_friction(0.4),
@@ -54,6 +55,7 @@ fn setup(
     let ball_look = materials.add(common::soft_look(Color::srgb(0.15, 0.2, 0.6)));
     for (i, (z, speed)) in [(-0.05f32, 5.0f32), (0.1, 4.0)].into_iter().enumerate() {
         commands.spawn((
+            Name::new(format!("ball {i}")),
             DeformableBody::from(TetMesh::sphere(0.11, 5)),
             Mesh3d(meshes.add(Sphere::new(0.11).mesh().ico(3).expect("ico(3) is valid"))),
             SoftMaterial {

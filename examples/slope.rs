@@ -58,6 +58,7 @@ fn setup(
     .enumerate()
     {
         commands.spawn((
+            Name::new(format!("block mu {mu}")),
             DeformableBody::from(TetMesh::cuboid(sim::Vec3::new(0.16, 0.1, 0.16), 3)),
             SoftMaterial::STIFF_FOAM.with_friction(mu),
             MeshMaterial3d(materials.add(common::soft_look(color))),

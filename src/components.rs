@@ -17,6 +17,7 @@ use bevy::asset::Handle;
 use bevy::ecs::entity::Entity;
 use bevy::math::Vec3;
 use bevy::prelude::{Component, Reflect, ReflectComponent, ReflectDefault, Transform};
+use serde::{Deserialize, Serialize};
 
 use crate::assets::TetMeshAsset;
 use crate::sim;
@@ -78,9 +79,11 @@ impl From<Handle<TetMeshAsset>> for DeformableBody {
 }
 
 /// The material of a soft body (see [`sim::SoftMaterial`] for the model). Changing it at run time
-/// refactors that body's system on the next step.
-#[derive(Component, Reflect, Debug, Clone, Copy, PartialEq)]
+/// refactors that body's system on the next step. Serializable (the inspector saves tuned
+/// materials to RON files).
+#[derive(Component, Reflect, Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[reflect(Component, Default)]
+#[serde(default)]
 pub struct SoftMaterial {
     /// Young's modulus (Pa), > 0. Default: 2.0e5.
     pub youngs_modulus: f32,
@@ -101,12 +104,57 @@ pub struct SoftMaterial {
     pub friction_combine: CombineRule,
     /// How restitution combines with the other side's. Default: average.
     pub restitution_combine: CombineRule,
+    /// Optional limits on the principal stretches (a biphasic material: soft until the limit,
+    /// then stiff, like flesh over a tougher layer). Default: none.
+    pub strain_limits: Option<StrainLimits>,
+}
+
+/// Limits on a tet's principal stretches (see [`sim::StrainLimits`]).
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[reflect(Default)]
+pub struct StrainLimits {
+    /// Smallest allowed principal stretch (dimensionless, in (0, 1]). Default: 0.8.
+    pub min_stretch: f32,
+    /// Largest allowed principal stretch (dimensionless, >= 1). Default: 1.2.
+    pub max_stretch: f32,
+    /// Stiffness of the limit as a multiple of the corotated stiffness (dimensionless, > 0).
+    /// Default: 10.
+    pub stiffness_scale: f32,
+}
+
+impl Default for StrainLimits {
+    fn default() -> Self {
+        Self::from_sim(sim::StrainLimits {
+            min_stretch: 0.8,
+            max_stretch: 1.2,
+            stiffness_scale: 10.0,
+        })
+    }
+}
+
+impl StrainLimits {
+    const fn from_sim(l: sim::StrainLimits) -> Self {
+        Self {
+            min_stretch: l.min_stretch as f32,
+            max_stretch: l.max_stretch as f32,
+            stiffness_scale: l.stiffness_scale as f32,
+        }
+    }
+
+    /// The core's limits.
+    pub const fn to_sim(self) -> sim::StrainLimits {
+        sim::StrainLimits {
+            min_stretch: self.min_stretch as f64,
+            max_stretch: self.max_stretch as f64,
+            stiffness_scale: self.stiffness_scale as f64,
+        }
+    }
 }
 
 /// How the friction or restitution of two touching surfaces combine, as in Rapier and PhysX: of
 /// the two sides' rules the one with the higher priority (`Max` > `Multiply` > `Min` >
 /// `Average`) decides.
-#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum CombineRule {
     /// `(a + b) / 2`. Default.
     #[default]
@@ -157,6 +205,10 @@ impl SoftMaterial {
             restitution: m.restitution as f32,
             friction_combine: CombineRule::from_sim(m.friction_combine),
             restitution_combine: CombineRule::from_sim(m.restitution_combine),
+            strain_limits: match m.strain_limits {
+                Some(l) => Some(StrainLimits::from_sim(l)),
+                None => None,
+            },
         }
     }
 
@@ -164,7 +216,7 @@ impl SoftMaterial {
     pub const JELLY: Self = Self::from_sim(sim::SoftMaterial::JELLY);
     /// Rubber: 200 kPa, nu 0.4, 1100 kg/m^3.
     pub const RUBBER: Self = Self::from_sim(sim::SoftMaterial::RUBBER);
-    /// Flesh: 50 kPa, nu 0.45, 1050 kg/m^3 (strain limits are not exposed here yet).
+    /// Flesh: 50 kPa, nu 0.45, 1050 kg/m^3, stretch limited (biphasic).
     pub const FLESH: Self = Self::from_sim(sim::SoftMaterial::FLESH);
     /// Stiff foam: 1 MPa, nu 0.2, 200 kg/m^3.
     pub const STIFF_FOAM: Self = Self::from_sim(sim::SoftMaterial::STIFF_FOAM);
@@ -180,7 +232,7 @@ impl SoftMaterial {
             restitution: self.restitution as f64,
             friction_combine: self.friction_combine.to_sim(),
             restitution_combine: self.restitution_combine.to_sim(),
-            strain_limits: None,
+            strain_limits: self.strain_limits.map(StrainLimits::to_sim),
         }
     }
 

@@ -33,6 +33,12 @@ pub struct DeformableDiagnostics {
     pub global_ms: f64,
     /// Time in contact detection and the velocity update, summed over bodies (ms).
     pub contact_ms: f64,
+    /// Time in contact detection alone (obstacles, soft-soft, re-detection), summed over
+    /// bodies (ms).
+    pub detect_ms: f64,
+    /// Time writing the bodies back to the ECS: render points after the last step plus the
+    /// last frame's interpolated meshes (ms).
+    pub writeback_ms: f64,
     /// Time in the velocity-level contact LCP: restitution and friction (ms).
     pub lcp_ms: f64,
     /// Time refactoring after edits (ms).
@@ -65,9 +71,11 @@ pub struct DeformableDiagnostics {
     pub lcp_iterations: usize,
     /// Largest natural-map residual of the LCP (m/s).
     pub lcp_residual: f64,
+    /// Tets with non-positive volume after the step, over all bodies.
+    pub inverted_tets: usize,
     /// Bodies simulated.
     pub bodies: usize,
-    /// Bodies frozen so far.
+    /// Bodies frozen now (after a numerical failure; a reset unfreezes them).
     pub frozen_bodies: usize,
 }
 
@@ -78,6 +86,8 @@ impl DeformableDiagnostics {
         self.local_ms = ms(r.timings.local);
         self.global_ms = ms(r.timings.global + r.timings.mprgp);
         self.contact_ms = ms(r.timings.detect + r.timings.velocity);
+        self.detect_ms = ms(r.timings.detect);
+        self.inverted_tets = r.inverted_tets;
         self.refactor_ms = ms(r.timings.refactor);
         self.pd_iterations = r.pd_iterations;
         self.mprgp_iterations = r.mprgp_iterations;
@@ -94,6 +104,5 @@ impl DeformableDiagnostics {
         self.largest_region = r.lcp.largest_region;
         self.lcp_iterations = r.lcp.cg_iterations + r.lcp.gs_sweeps;
         self.lcp_residual = r.lcp.residual;
-        self.frozen_bodies += r.frozen.len();
     }
 }

@@ -7,6 +7,10 @@
 //! - [`sim`]: the simulation core, plain Rust (no Bevy types), usable and tested on its own.
 //! - [`DeformablePlugin`] and the [`components`]: the Bevy integration, a thin layer that copies
 //!   ECS edits into the core once per fixed step and writes the results back.
+//! - `DeformableInspectorPlugin` (feature `inspector`, on by default): an egui panel to tune
+//!   bodies and settings live, plots of the solver's statistics, debug drawing with gizmos, and
+//!   a mouse grab tool. Its non-UI parts ([`grab`], [`history`], [`tuning`]) are always built,
+//!   so a game can drive them from its own input, and tests drive them headless.
 //!
 //! See `README.md` for the algorithms and their trade-offs.
 
@@ -19,10 +23,15 @@ pub mod components;
 pub mod convert;
 pub mod diagnostics;
 pub mod embedding;
+pub mod grab;
+pub mod history;
+#[cfg(feature = "inspector")]
+pub mod inspector;
 pub mod messages;
 pub mod plugin;
 mod render;
 pub mod sim;
+pub mod tuning;
 
 pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld};
 
@@ -31,13 +40,20 @@ pub mod prelude {
     pub use crate::assets::TetMeshAsset;
     pub use crate::components::{
         Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableState, InitialVelocity,
-        Obstacle, Pin, SoftMaterial,
+        Obstacle, Pin, SoftMaterial, StrainLimits,
     };
     pub use crate::diagnostics::DeformableDiagnostics;
     pub use crate::embedding::{enclosing_body, mesh_from_surface, surface_from_mesh};
-    pub use crate::messages::{BodyFrozen, ContactEnded, ContactStarted};
+    pub use crate::grab::{BodyHit, GrabTool, Held};
+    pub use crate::history::{StepHistory, StepSample};
+    #[cfg(feature = "inspector")]
+    pub use crate::inspector::{DeformableInspectorPlugin, InspectorState};
+    pub use crate::messages::{BodyFrozen, ContactEnded, ContactStarted, ResetScene};
     pub use crate::plugin::{
         DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, FrictionModel,
     };
     pub use crate::sim::{TetMesh, TriangleSurface};
+    pub use crate::tuning::{
+        LoadTuning, MaterialPreset, SaveTuning, SceneTuning, TuningFile, TuningPlugin,
+    };
 }

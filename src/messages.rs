@@ -39,3 +39,13 @@ pub struct ContactEnded {
     /// The obstacle's entity.
     pub obstacle: Entity,
 }
+
+/// Puts every body back where it was created, at rest (with its [`crate::components::InitialVelocity`]
+/// again), unfreezes frozen bodies and lets go of the grab. Materials, pins and settings stay as
+/// they are.
+///
+/// # Scheduling
+/// Read in [`crate::DeformableSystems::Sync`] (`FixedUpdate`): the reset happens before the next
+/// fixed step.
+#[derive(Message, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResetScene;

@@ -21,6 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bevy::app::{App, FixedUpdate, Plugin, PostUpdate};
 use bevy::asset::{AssetApp, Assets, RenderAssetUsages};
@@ -33,12 +34,14 @@ use bevy::log::warn;
 use bevy::math::{Affine3A, Vec3};
 use bevy::mesh::{Mesh, Mesh3d};
 use bevy::prelude::{
-    Commands, GlobalTransform, MessageWriter, Query, Ref, Reflect, ReflectResource, Res, ResMut,
-    Resource, Time, Transform,
+    Commands, GlobalTransform, MessageReader, MessageWriter, Query, Ref, Reflect, ReflectResource,
+    Res, ResMut, Resource, Time, Transform,
 };
 use bevy::time::Fixed;
 use bevy::transform::TransformSystems;
 use bevy::transform::helper::TransformHelper;
+
+use serde::{Deserialize, Serialize};
 
 use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
 use crate::components::{
@@ -47,15 +50,20 @@ use crate::components::{
 };
 use crate::convert::{quat_to_sim, to_bevy, to_sim};
 use crate::diagnostics::{self, DeformableDiagnostics};
-use crate::messages::{BodyFrozen, ContactEnded, ContactStarted};
+use crate::grab::{GrabTool, sync_grab};
+use crate::history::{StepHistory, StepSample};
+use crate::messages::{BodyFrozen, ContactEnded, ContactStarted, ResetScene};
 use crate::render;
 use crate::sim::{self, BodyHandle, ObstacleHandle, SoftWorld, WorldSettings};
 
-/// Run-time settings of the simulation; edits apply from the next fixed step.
-#[derive(Resource, Reflect, Debug, Clone, PartialEq)]
+/// Run-time settings of the simulation; edits apply from the next fixed step. Serializable
+/// (see [`crate::tuning::SceneTuning`]); the pause state is not saved.
+#[derive(Resource, Reflect, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[reflect(Resource)]
+#[serde(default)]
 pub struct DeformableConfig {
     /// Gravity (m/s^2). Default: (0, -9.81, 0).
+    #[serde(with = "crate::tuning::vec3_serde")]
     pub gravity: Vec3,
     /// Substeps per fixed step. Default: 1.
     pub substeps: u32,
@@ -83,8 +91,10 @@ pub struct DeformableConfig {
     /// Solve the contact LCP region by region (the default) or as one problem. Default: true.
     pub separate_regions: bool,
     /// Stops stepping (bodies keep their state). Default: false.
+    #[serde(skip)]
     pub paused: bool,
     /// While paused: run exactly one more fixed step, then clear this flag. Default: false.
+    #[serde(skip)]
     pub single_step: bool,
     /// Draw bodies blended between the last two fixed steps (smooth, one step behind) instead
     /// of at the last step. Default: true.
@@ -137,7 +147,7 @@ impl DeformableConfig {
 }
 
 /// How Coulomb friction bounds the tangential impulse of a contact.
-#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum FrictionModel {
     /// The isotropic cone `|f_t| <= mu f_n`. Default.
     #[default]
@@ -174,6 +184,8 @@ pub struct DeformableWorld {
     touching: Vec<Entity>,
     /// Whether the last fixed step advanced the world (false while paused).
     stepped: bool,
+    /// Time of the last render-point recording (ms).
+    record_ms: f64,
 }
 
 impl DeformableWorld {
@@ -185,6 +197,18 @@ impl DeformableWorld {
     /// The simulation handle of a body entity.
     pub fn body(&self, entity: Entity) -> Option<BodyHandle> {
         self.body_of.get(&entity).copied()
+    }
+
+    /// The entity of a simulation body.
+    pub fn entity_of(&self, h: BodyHandle) -> Option<Entity> {
+        self.body_of
+            .iter()
+            .find_map(|(&e, &b)| (b == h).then_some(e))
+    }
+
+    /// The simulation world, for the plugin's own edits (grab, reset, pins).
+    pub(crate) fn world_mut(&mut self) -> &mut SoftWorld {
+        &mut self.world
     }
 
     /// Current vertex positions (m, world) of a body entity.
@@ -259,6 +283,8 @@ impl Plugin for DeformablePlugin {
             .insert_resource(self.config.clone())
             .init_resource::<DeformableWorld>()
             .init_resource::<DeformableDiagnostics>()
+            .init_resource::<StepHistory>()
+            .init_resource::<GrabTool>()
             .register_type::<DeformableConfig>()
             .register_type::<DeformableDiagnostics>()
             .register_type::<SoftMaterial>()
@@ -266,6 +292,7 @@ impl Plugin for DeformablePlugin {
             .add_message::<BodyFrozen>()
             .add_message::<ContactStarted>()
             .add_message::<ContactEnded>()
+            .add_message::<ResetScene>()
             .register_diagnostic(Diagnostic::new(diagnostics::STEP_TIME).with_suffix("ms"))
             .register_diagnostic(Diagnostic::new(diagnostics::MPRGP_ITERATIONS))
             .register_diagnostic(Diagnostic::new(diagnostics::CONSTRAINTS))
@@ -288,10 +315,13 @@ impl Plugin for DeformablePlugin {
                     (
                         apply_config,
                         remove_bodies,
+                        reset_scene,
                         create_bodies,
                         sync_materials,
+                        sync_pins,
                         sync_obstacles,
                         sync_attachments,
+                        sync_grab,
                     )
                         .chain()
                         .in_set(DeformableSystems::Sync),
@@ -325,6 +355,93 @@ fn remove_bodies(
             world.world.remove_body(h);
         }
         world.contacts.remove(&entity);
+    }
+}
+
+/// Sync: on [`ResetScene`], every body back to its creation state, the grab released.
+fn reset_scene(
+    mut resets: MessageReader<ResetScene>,
+    mut world: ResMut<DeformableWorld>,
+    mut grab: ResMut<GrabTool>,
+    mut history: ResMut<StepHistory>,
+    mut bodies: Query<(Entity, &mut DeformableState, Option<&InitialVelocity>)>,
+) {
+    if resets.read().count() == 0 {
+        return;
+    }
+    grab.release();
+    history.clear();
+    for (entity, mut state, initial_velocity) in &mut bodies {
+        let Some(h) = state.handle else { continue };
+        if let Err(e) = world.world.reset_body(h) {
+            warn!("deformable body {entity}: not reset: {e}");
+            continue;
+        }
+        if let (Some(v), Ok(velocities)) = (initial_velocity, world.world.velocities_mut(h)) {
+            velocities.fill(to_sim(v.0));
+        }
+        state.frozen = None;
+        // Drawn afresh at the reset pose, not blended from where it was.
+        state.steps_recorded = 0;
+        state.holding = false;
+        state.drawn = None;
+    }
+}
+
+/// Sync: a `Pin` edited at run time pins the vertices it gained (where they are now) and frees
+/// the ones it lost; a removed `Pin` frees them all.
+fn sync_pins(
+    mut world: ResMut<DeformableWorld>,
+    pins: Query<(Entity, Ref<Pin>, &DeformableState)>,
+    mut removed: RemovedComponents<Pin>,
+    states: Query<&DeformableState>,
+) {
+    let world = &mut *world;
+    for entity in removed.read() {
+        let Some(h) = states.get(entity).ok().and_then(|s| s.handle) else {
+            continue;
+        };
+        let pinned: Vec<usize> = match world.world.pinned(h) {
+            Ok(p) => (0..p.len()).filter(|&v| p[v]).collect(),
+            Err(_) => continue,
+        };
+        for v in pinned {
+            let _ = world.world.unpin(h, v);
+        }
+    }
+    for (entity, pin, state) in &pins {
+        let Some(h) = state.handle else { continue };
+        if !pin.is_changed() {
+            continue;
+        }
+        let Ok(pinned) = world.world.pinned(h) else {
+            continue;
+        };
+        let mut wanted = vec![false; pinned.len()];
+        for &v in &pin.vertices {
+            match wanted.get_mut(v as usize) {
+                Some(w) => *w = true,
+                None => warn!("deformable body {entity}: pinned vertex {v} out of range"),
+            }
+        }
+        let changes: Vec<(usize, bool)> = pinned
+            .iter()
+            .zip(&wanted)
+            .enumerate()
+            .filter(|(_, (is, want))| is != want)
+            .map(|(v, (_, &want))| (v, want))
+            .collect();
+        for (v, want) in changes {
+            let result = if want {
+                let p = world.world.positions(h).map(|x| x[v]);
+                p.and_then(|p| world.world.pin(h, v, p))
+            } else {
+                world.world.unpin(h, v)
+            };
+            if let Err(e) = result {
+                warn!("deformable body {entity}: pin edit refused: {e}");
+            }
+        }
     }
 }
 
@@ -629,6 +746,7 @@ fn step_world(
     time: Res<Time<Fixed>>,
     mut world: ResMut<DeformableWorld>,
     mut stats: ResMut<DeformableDiagnostics>,
+    mut history: ResMut<StepHistory>,
     mut diagnostics: Diagnostics,
     mut bodies: Query<(Entity, &mut DeformableState)>,
     mut frozen_messages: MessageWriter<BodyFrozen>,
@@ -657,6 +775,7 @@ fn step_world(
     world.stepped = true;
     stats.record(&report);
     stats.bodies = world.body_of.len();
+    history.push(StepSample::from_diagnostics(&stats));
     diagnostics.add_measurement(&diagnostics::STEP_TIME, || report.wall.as_secs_f64() * 1e3);
     diagnostics.add_measurement(&diagnostics::MPRGP_ITERATIONS, || {
         report.mprgp_iterations as f64
@@ -709,10 +828,15 @@ fn step_world(
         before.clear();
         before.extend_from_slice(now);
     }
+    stats.frozen_bodies = bodies.iter().filter(|(_, s)| s.frozen.is_some()).count();
 }
 
 /// After a step: the render points of every body, kept beside the previous step's.
-fn record_render_points(world: Res<DeformableWorld>, mut bodies: Query<&mut DeformableState>) {
+fn record_render_points(
+    mut world: ResMut<DeformableWorld>,
+    mut bodies: Query<&mut DeformableState>,
+) {
+    let start = Instant::now();
     for mut state in &mut bodies {
         let state = &mut *state;
         let Some(h) = state.handle else { continue };
@@ -742,15 +866,19 @@ fn record_render_points(world: Res<DeformableWorld>, mut bodies: Query<&mut Defo
         }
         state.steps_recorded += 1;
     }
+    world.record_ms = start.elapsed().as_secs_f64() * 1e3;
 }
 
 /// Every frame: `Transform` and render mesh blended between the last two fixed steps.
 fn draw_interpolated(
     config: Res<DeformableConfig>,
     time: Res<Time<Fixed>>,
+    world: Res<DeformableWorld>,
+    mut stats: ResMut<DeformableDiagnostics>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut bodies: Query<(&mut DeformableState, &mut Transform, Option<&Mesh3d>)>,
 ) {
+    let start = Instant::now();
     let alpha = if config.interpolate {
         time.overstep_fraction().clamp(0.0, 1.0)
     } else {
@@ -774,4 +902,5 @@ fn draw_interpolated(
             );
         }
     }
+    stats.writeback_ms = world.record_ms + start.elapsed().as_secs_f64() * 1e3;
 }

@@ -1,8 +1,10 @@
 //! What every example shares: the window, an orbit camera, a light, a floor that is also an
-//! obstacle, pause and single-step keys, and the headless screenshot mode CI uses.
+//! obstacle, the inspector panel (with the scene's tuning saved to `assets/tuning/<name>.ron`),
+//! pause and single-step keys, and the headless screenshot mode CI uses.
 //!
-//! Controls: drag with the left mouse button to orbit, scroll to zoom, `P` pauses, `S` advances
-//! one fixed step while paused.
+//! Controls: drag a body to pull it, drag elsewhere to orbit, scroll to zoom, shift-click a
+//! body to pin a vertex, `P` pauses, `S` advances one fixed step while paused, `F1` hides the
+//! panel.
 //!
 //! Environment:
 //! - `DEFORMABLE_FRAMES=N`: run N frames, then exit.
@@ -27,7 +29,8 @@ pub fn example_app(title: &str, scene: ExampleScene) -> App {
         DefaultPlugins.set(WindowPlugin {
             primary_window: Some(Window {
                 title: format!(
-                    "bevy_deformable: {title} (drag: orbit, scroll: zoom, P: pause, S: step)"
+                    "bevy_deformable: {title} (drag a body: pull, drag: orbit, scroll: zoom, \
+                     P: pause, S: step, F1: panel)"
                 ),
                 resolution: (1280, 720).into(),
                 ..default()
@@ -35,6 +38,7 @@ pub fn example_app(title: &str, scene: ExampleScene) -> App {
             ..default()
         }),
         DeformablePlugin::default(),
+        DeformableInspectorPlugin::default().with_tuning_file(format!("assets/tuning/{title}.ron")),
         scene,
     ));
     app
@@ -170,8 +174,13 @@ fn orbit_camera(
     buttons: Res<ButtonInput<MouseButton>>,
     motion: Res<AccumulatedMouseMotion>,
     scroll: Res<AccumulatedMouseScroll>,
+    inspector: Res<InspectorState>,
     mut cameras: Query<(&mut OrbitCamera, &mut Transform)>,
 ) {
+    // The mouse is on the panel or holds a body.
+    if inspector.pointer_busy {
+        return;
+    }
     for (mut orbit, mut transform) in &mut cameras {
         if buttons.pressed(MouseButton::Left) {
             orbit.yaw -= motion.delta.x * 0.005;
@@ -198,6 +207,7 @@ fn run_headless(
     mut headless: ResMut<Headless>,
     mut exit: MessageWriter<AppExit>,
     stats: Res<DeformableDiagnostics>,
+    inspector: Res<InspectorState>,
     bodies: Query<&DeformableState>,
 ) {
     headless.frame += 1;
@@ -216,7 +226,8 @@ fn run_headless(
         let vertices: usize = bodies.iter().map(|b| b.vertex_count()).sum();
         info!(
             "headless run: {:.1} frames/s, simulation {:.2} ms per fixed step (mean of frames \
-             11..{}), {} bodies, {vertices} simulated vertices",
+             11..{}), {} bodies, {vertices} simulated vertices, inspector panel {:.3} ms per \
+             frame (CPU, smoothed)",
             measured
                 / headless
                     .started
@@ -224,6 +235,7 @@ fn run_headless(
             headless.step_ms / measured,
             headless.frames,
             bodies.iter().count(),
+            inspector.panel_ms,
         );
     }
     let Some(path) = headless.screenshot.clone() else {

@@ -11,7 +11,8 @@
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
 //! | [`material`] | [`SoftMaterial`] and its Lame parameters |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
-//! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve |
+//! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
+//! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
 //! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
@@ -26,6 +27,7 @@ pub mod mesh;
 pub mod mesh_io;
 pub mod obj;
 pub mod pd;
+pub mod pick;
 pub mod polar;
 pub mod qp;
 pub mod sparse;
@@ -39,6 +41,8 @@ pub use embed::EmbeddedPoint;
 pub use material::{CombineRule, MaterialError, SoftMaterial, StrainLimits, SurfaceCoefficients};
 pub use math::{Mat3, Vec3};
 pub use mesh::{MeshError, TetMesh};
+pub use pd::PointSpring;
+pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
     BodyHandle, ContactPoint, FreezeReason, ObstacleHandle, SoftWorld, StepReport, WorldSettings,

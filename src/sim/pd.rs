@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! Phi(x) = 1/(2 h^2) ||x - y||_M^2 + sum_t sum_c w_tc / 2 ||F_t(x) - P_tc||_F^2
-//!          + sum_a k_a / 2 |x_a - target_a|^2
+//!          + sum_a k_a / 2 |x_a - target_a|^2 + k_s / 2 |sum_i w_i x_i - target_s|^2
 //! ```
 //!
 //! over vertex positions `x` (m), with `y = x_n + h v_n + h^2 g` the inertial prediction, `M` the
@@ -36,9 +36,16 @@
 //! and their coupling terms move to the right-hand side. Attachments are zero-rest-length springs
 //! to moving targets (the PD paper's bone attachments); their targets may move every step without
 //! refactoring.
+//!
+//! A [`PointSpring`] (the grab tool) is a zero-rest-length spring from an *embedded* point
+//! `sum_i w_i x_i` (barycentric in one tet) to a target. Its Hessian `k_s w w'` couples only
+//! vertices of one tet, which the matrix pattern already holds, so it is implicit (stable at any
+//! stiffness) and costs one numeric refactorization when it is attached or released; moving
+//! its target only changes the right-hand side.
 
 use rayon::prelude::*;
 
+use super::embed::EmbeddedPoint;
 use super::material::{SoftMaterial, StrainLimits};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
@@ -60,6 +67,7 @@ pub struct PdSystem {
     limits: Option<StrainLimits>,
     masses: Vec<f64>,
     attach_k: Vec<f64>,
+    spring: Option<PointSpring>,
     dof: Vec<u32>,
     free: Vec<u32>,
     incidence_ptr: Vec<u32>,
@@ -79,6 +87,20 @@ pub struct PdSetup<'a> {
     pub pinned: &'a [bool],
     /// Per vertex attachment stiffness (N/m), 0 for none. Empty means none.
     pub attach_stiffness: &'a [f64],
+    /// A spring from an embedded point to a target (the grab tool), if any.
+    pub spring: Option<&'a PointSpring>,
+}
+
+/// A zero-rest-length spring pulling an embedded point of the body (barycentric weights over the
+/// vertices of one tet, or of one face of a tet) toward a target: the mouse grab.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointSpring {
+    /// The pulled point of the body.
+    pub point: EmbeddedPoint,
+    /// Stiffness (N/m), > 0.
+    pub stiffness: f64,
+    /// Where the spring pulls the point to (m, world).
+    pub target: Vec3,
 }
 
 impl PdSystem {
@@ -154,6 +176,7 @@ impl PdSystem {
             limits: None,
             masses,
             attach_k,
+            spring: setup.spring.copied(),
             dof,
             free,
             incidence_ptr,
@@ -201,6 +224,23 @@ impl PdSystem {
             let vi = vi as usize;
             self.matrix.values_mut()[s] += self.masses[vi] * inv_h2 + self.attach_k[vi];
         }
+        if let Some(spring) = &self.spring {
+            let (vs, ws) = (&spring.point.vertices, &spring.point.weights);
+            for a in 0..4 {
+                let da = self.dof[vs[a] as usize];
+                for b in 0..4 {
+                    let db = self.dof[vs[b] as usize];
+                    if da == PINNED || db == PINNED {
+                        continue;
+                    }
+                    // Every pair of one tet's vertices is in the pattern (checked when the
+                    // spring was accepted), so no coupling is lost.
+                    if let Some(s) = self.matrix.slot(da as usize, db as usize) {
+                        self.matrix.values_mut()[s] += spring.stiffness * ws[a] * ws[b];
+                    }
+                }
+            }
+        }
         for (t, (g, w)) in self.tets.iter().zip(self.grads.iter().zip(&self.weights)) {
             let wt = w[0] + w[1] + w[2];
             for a in 0..4 {
@@ -227,6 +267,24 @@ impl PdSystem {
         for (i, k) in self.attach_k.iter_mut().enumerate() {
             *k = stiffness.get(i).copied().unwrap_or(0.0);
         }
+    }
+
+    /// Replaces the point spring. A new point or stiffness takes effect in the matrix at the
+    /// next [`PdSystem::set_material`] (a numeric refactorization); the target at once.
+    pub fn set_point_spring(&mut self, spring: Option<PointSpring>) {
+        self.spring = spring;
+    }
+
+    /// Moves the point spring's target (m): right-hand side only, no refactorization.
+    pub fn set_spring_target(&mut self, target: Vec3) {
+        if let Some(s) = &mut self.spring {
+            s.target = target;
+        }
+    }
+
+    /// The point spring, if any.
+    pub fn point_spring(&self) -> Option<&PointSpring> {
+        self.spring.as_ref()
     }
 
     /// Time step h (s) the matrix was built for.
@@ -325,7 +383,9 @@ impl PdSystem {
     }
 
     /// Global right-hand side over the free vertices:
-    /// `b = M/h^2 y + sum_t c_t + k target` (targets only read where `k > 0`).
+    /// `b = M/h^2 y + sum_t c_t + k target` (targets only read where `k > 0`, and for pinned
+    /// vertices of the point spring), plus the point spring's `k_s w_i (target_s - sum_pinned w_j
+    /// x_j)`.
     pub fn assemble_rhs(
         &self,
         y: &[Vec3],
@@ -350,6 +410,21 @@ impl PdSystem {
                 }
                 *bi = acc;
             });
+        if let Some(spring) = &self.spring {
+            let (vs, ws) = (&spring.point.vertices, &spring.point.weights);
+            let mut pull = spring.target;
+            for (v, w) in vs.iter().zip(ws) {
+                if self.dof[*v as usize] == PINNED {
+                    pull -= *w * targets[*v as usize];
+                }
+            }
+            for (v, w) in vs.iter().zip(ws) {
+                let d = self.dof[*v as usize];
+                if d != PINNED {
+                    b[d as usize] += spring.stiffness * *w * pull;
+                }
+            }
+        }
     }
 
     /// The elastic energy (J) of positions `x`: `sum_t sum_c w_tc/2 ||F_t - P_tc(F_t)||^2`.
@@ -377,6 +452,9 @@ impl PdSystem {
             if self.attach_k[i] > 0.0 {
                 e += 0.5 * self.attach_k[i] * (xi - targets[i]).norm_squared();
             }
+        }
+        if let Some(s) = &self.spring {
+            e += 0.5 * s.stiffness * (s.point.position(x) - s.target).norm_squared();
         }
         e
     }
@@ -550,6 +628,7 @@ mod tests {
                 dt: 1.0 / 60.0,
                 pinned,
                 attach_stiffness: k,
+                spring: None,
             },
         )
         .unwrap()
@@ -567,10 +646,26 @@ mod tests {
         pinned[5] = true;
         let mut k = vec![0.0; n];
         k[7] = 300.0;
-        let sys = system(&mesh, &material, &pinned, &k);
-        let x0 = perturbed(&mesh, 0.2);
+        let mut sys = system(&mesh, &material, &pinned, &k);
+        // A grab spring on a tet with a pinned vertex: its coupling to the pinned vertex moves
+        // to the right-hand side.
+        let tet = *mesh.tets().iter().find(|t| t.contains(&0)).unwrap();
+        let spring = PointSpring {
+            point: EmbeddedPoint {
+                vertices: tet,
+                weights: [0.1, 0.2, 0.3, 0.4],
+            },
+            stiffness: 500.0,
+            target: Vec3::new(0.3, -0.2, 0.1),
+        };
+        sys.set_point_spring(Some(spring));
+        sys.set_material(&mesh, &material, 1.0 / 60.0).unwrap();
+        let mut x0 = perturbed(&mesh, 0.2);
         let y = perturbed(&mesh, 0.1);
         let targets = perturbed(&mesh, 0.3);
+        // Pinned vertices sit at their targets, as in a step.
+        x0[0] = targets[0];
+        x0[5] = targets[5];
         let mut contrib = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
         sys.local_step(&x0, &mut contrib);
         // Fixed projections P_t recomputed from x0 for the reference objective.
@@ -588,6 +683,7 @@ mod tests {
                 e += 0.5 * sys.masses[i] * inv_h2 * (x[i] - y[i]).norm_squared();
                 e += 0.5 * k[i] * (x[i] - targets[i]).norm_squared();
             }
+            e += 0.5 * spring.stiffness * (spring.point.position(x) - spring.target).norm_squared();
             for (ti, t) in mesh.tets().iter().enumerate() {
                 let f = deformation_gradient(x, t, &sys.grads[ti]);
                 let w = sys.weights[ti];

@@ -129,6 +129,22 @@ impl BodyBvh {
         }
         overlap(&self.proxies.root_aabb(), &other.triangles.root_aabb())
     }
+
+    /// The boxes (min, max corners, m) of the triangle tree's inner nodes, root first, for debug
+    /// drawing; appended to `out`. Empty before the first fit.
+    pub fn triangle_node_boxes(&self, out: &mut Vec<[Vec3; 2]>) {
+        if self.triangle_count == 0 {
+            return;
+        }
+        let v = |p: Vector| Vec3::new(p.x as f64, p.y as f64, p.z as f64);
+        self.triangles.traverse(|node| {
+            if node.is_leaf() {
+                return parry3d::partitioning::TraversalAction::Prune;
+            }
+            out.push([v(node.mins()), v(node.maxs())]);
+            parry3d::partitioning::TraversalAction::Continue
+        });
+    }
 }
 
 /// Whether two closed boxes overlap (on every axis).

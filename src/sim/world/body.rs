@@ -8,7 +8,7 @@ use crate::sim::embed::EmbeddedPoint;
 use crate::sim::material::SoftMaterial;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
-use crate::sim::pd::{PdSetup, PdSystem};
+use crate::sim::pd::{PdSetup, PdSystem, PointSpring};
 
 /// What must be rebuilt before the next step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub struct SoftBody {
     pub(crate) rebuild: Rebuild,
     pub(crate) x: Vec<Vec3>,
     pub(crate) v: Vec<Vec3>,
+    /// Positions at creation (m), for [`super::SoftWorld::reset_body`].
+    pub(crate) initial: Vec<Vec3>,
     pub(crate) good_x: Vec<Vec3>,
     pub(crate) good_v: Vec<Vec3>,
     pub(crate) pinned: Vec<bool>,
@@ -69,6 +71,10 @@ pub struct SoftBody {
     /// Target per vertex: pin position for pinned vertices, spring target for attachments.
     pub(crate) targets: Vec<Vec3>,
     pub(crate) proxies: Vec<EmbeddedPoint>,
+    /// The grab spring, if the body is held.
+    pub(crate) grab: Option<PointSpring>,
+    /// How long the last rebuild or refactorization took.
+    pub(crate) last_refactor: Option<std::time::Duration>,
     pub(crate) frozen: Option<FreezeReason>,
     /// Statistics of the last step and the reason if that step froze the body.
     pub(crate) last_step: (super::report::BodyStepStats, Option<FreezeReason>),
@@ -89,6 +95,7 @@ impl SoftBody {
             pd: None,
             rebuild: Rebuild::Full,
             good_x: positions.clone(),
+            initial: positions.clone(),
             good_v: vec![Vec3::zeros(); n],
             x: positions,
             v: vec![Vec3::zeros(); n],
@@ -96,14 +103,16 @@ impl SoftBody {
             attach_k: vec![0.0; n],
             targets: vec![Vec3::zeros(); n],
             proxies,
+            grab: None,
+            last_refactor: None,
             frozen: None,
             last_step: Default::default(),
             ws: Workspace::default(),
         }
     }
 
-    /// Builds or refactors the PD system if an edit asked for it.
-    pub(crate) fn ensure_system(&mut self, dt: f64) -> Result<(), FreezeReason> {
+    /// Builds or refactors the PD system if an edit asked for it; whether it did.
+    pub(crate) fn ensure_system(&mut self, dt: f64) -> Result<bool, FreezeReason> {
         let dt_changed = self.pd.as_ref().is_some_and(|pd| pd.dt() != dt);
         let needs = match (self.rebuild, self.pd.is_some(), dt_changed) {
             (Rebuild::Full, _, _) | (_, false, _) => Rebuild::Full,
@@ -111,7 +120,7 @@ impl SoftBody {
             (Rebuild::None, true, false) => Rebuild::None,
         };
         match needs {
-            Rebuild::None => {}
+            Rebuild::None => return Ok(false),
             Rebuild::Numeric => {
                 let pd = self
                     .pd
@@ -120,6 +129,7 @@ impl SoftBody {
                 // Material, attachment stiffness and dt only change values: refill in place
                 // and refactor numerically.
                 pd.set_attachment_stiffness(&self.attach_k);
+                pd.set_point_spring(self.grab);
                 pd.set_material(&self.mesh, &self.material, dt)
                     .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
             }
@@ -131,6 +141,7 @@ impl SoftBody {
                         dt,
                         pinned: &self.pinned,
                         attach_stiffness: &self.attach_k,
+                        spring: self.grab.as_ref(),
                     },
                 )
                 .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
@@ -138,7 +149,7 @@ impl SoftBody {
             }
         }
         self.rebuild = Rebuild::None;
-        Ok(())
+        Ok(true)
     }
 
     /// Restores the last good state and freezes the body.

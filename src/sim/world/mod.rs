@@ -11,6 +11,7 @@
 //! [`StepReport::frozen`]; the other bodies go on unaffected.
 
 mod body;
+mod interact;
 mod island;
 mod report;
 mod step;
@@ -124,6 +125,10 @@ pub enum WorldError {
         /// Vertices of the body.
         count: usize,
     },
+    /// The vertices of an embedded point (those with a non-zero weight) are not corners of one
+    /// tet.
+    #[error("the point's vertices are not corners of one tet")]
+    PointNotInOneTet,
     /// A position, stiffness or time step is not finite (or not positive where required).
     #[error("{what} must be finite{positive}", positive = if *.positive { " and > 0" } else { "" })]
     InvalidValue {
@@ -603,12 +608,15 @@ impl SoftWorld {
                     h,
                     &mut self.state,
                 );
+                let mut inverted = 0;
                 for (b, &id) in self.bodies.iter_mut().zip(&self.body_ids) {
                     report.add_body(&b.last_step.0);
+                    inverted += b.last_step.0.inverted_tets;
                     if let Some(reason) = b.last_step.1.take() {
                         report.frozen.push((BodyHandle(id), reason));
                     }
                 }
+                report.inverted_tets = report.inverted_tets.max(inverted);
                 report.soft_contacts = report.soft_contacts.max(summary.soft_contacts);
                 report.islands = report.islands.max(summary.islands);
                 report.largest_island = report.largest_island.max(summary.largest_island);

@@ -104,6 +104,8 @@ pub struct BodyStepStats {
     pub kkt_residual: f64,
     /// Deepest penetration (m) of a proxy into an obstacle after the step.
     pub max_penetration: f64,
+    /// Tets with non-positive volume after the step (the PD projections turn them back).
+    pub inverted_tets: usize,
 }
 
 /// What [`super::SoftWorld::step`] did.
@@ -128,6 +130,9 @@ pub struct StepReport {
     /// Deepest penetration (m) after the step: a proxy into an obstacle, or a surface vertex behind
     /// the frozen plane of another body's triangle it touches.
     pub max_penetration: f64,
+    /// Tets with non-positive volume after the step, summed over bodies (the largest count over
+    /// substeps).
+    pub inverted_tets: usize,
     /// Soft-soft contacts (vertex against triangle) detected at the start of the step,
     /// self-collisions included.
     pub soft_contacts: usize,

@@ -30,6 +30,7 @@ pub(super) fn finish(
     match verdict {
         Ok(()) => {
             body.last_step.0.max_penetration = max_penetration(body, obstacles);
+            body.last_step.0.inverted_tets = inverted_tets(&body.mesh, &body.x);
             body.good_x.copy_from_slice(&body.x);
             body.good_v.copy_from_slice(&body.v);
         }
@@ -125,4 +126,15 @@ fn max_penetration(body: &mut SoftBody, obstacles: &[Obstacle]) -> f64 {
         &mut ws.contacts,
     );
     ws.contacts.iter().map(|c| c.depth).fold(0.0, f64::max)
+}
+
+/// Tets whose volume is zero or negative at `x`.
+fn inverted_tets(mesh: &crate::sim::mesh::TetMesh, x: &[Vec3]) -> usize {
+    mesh.tets()
+        .iter()
+        .filter(|t| {
+            let [a, b, c, d] = t.map(|v| x[v as usize]);
+            crate::sim::mesh::signed_volume(&a, &b, &c, &d) <= 0.0
+        })
+        .count()
 }

@@ -158,10 +158,14 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         return;
     }
     let t = Instant::now();
-    if let Err(reason) = body.ensure_system(h) {
-        body.freeze(reason);
-        body.last_step.1 = body.frozen.clone();
-        return;
+    match body.ensure_system(h) {
+        Ok(true) => body.last_refactor = Some(t.elapsed()),
+        Ok(false) => {}
+        Err(reason) => {
+            body.freeze(reason);
+            body.last_step.1 = body.frozen.clone();
+            return;
+        }
     }
     let stats = &mut body.last_step.0;
     stats.timings.refactor = t.elapsed();

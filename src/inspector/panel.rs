@@ -1,0 +1,502 @@
+//! The egui side panel. Every widget edits a copy and writes it back only when the value
+//! changed, so change detection (and with it a body's refactorization) fires only on real edits.
+
+use std::time::Instant;
+
+use bevy::ecs::entity::Entity;
+use bevy::ecs::message::MessageWriter;
+use bevy::ecs::system::SystemParam;
+use bevy::prelude::{Mut, Name, Query, Res, ResMut, Time};
+use bevy::time::{Fixed, Virtual};
+use bevy_egui::EguiContexts;
+use bevy_egui::egui::{self, Color32, RichText};
+
+use super::InspectorState;
+use super::plot::{Series, history_plot};
+use crate::components::{CombineRule, DeformableState, Pin, SoftMaterial, StrainLimits};
+use crate::diagnostics::DeformableDiagnostics;
+use crate::grab::GrabTool;
+use crate::history::StepHistory;
+use crate::messages::ResetScene;
+use crate::plugin::{DeformableConfig, DeformableWorld, FrictionModel};
+use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
+
+/// The frame budget line of the timing plot (ms).
+const FRAME_BUDGET_MS: f32 = 1000.0 / 60.0;
+
+/// Everything the panel reads and edits.
+#[derive(SystemParam)]
+pub(super) struct Panel<'w, 's> {
+    contexts: EguiContexts<'w, 's>,
+    state: ResMut<'w, InspectorState>,
+    config: ResMut<'w, DeformableConfig>,
+    stats: Res<'w, DeformableDiagnostics>,
+    history: Res<'w, StepHistory>,
+    world: Res<'w, DeformableWorld>,
+    grab: ResMut<'w, GrabTool>,
+    fixed: ResMut<'w, Time<Fixed>>,
+    virtual_time: ResMut<'w, Time<Virtual>>,
+    tuning: Option<Res<'w, TuningFile>>,
+    bodies: Query<
+        'w,
+        's,
+        (
+            Entity,
+            Option<&'static Name>,
+            &'static DeformableState,
+            &'static mut SoftMaterial,
+            Option<&'static mut Pin>,
+        ),
+    >,
+    reset: MessageWriter<'w, ResetScene>,
+    save: MessageWriter<'w, SaveTuning>,
+    load: MessageWriter<'w, LoadTuning>,
+}
+
+/// Draws the panel (in `EguiPrimaryContextPass`) and records its own cost.
+pub(super) fn draw_panel(mut p: Panel) -> bevy::ecs::error::Result {
+    if !p.state.open {
+        return Ok(());
+    }
+    let start = Instant::now();
+    let ctx = p.contexts.ctx_mut()?.clone();
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        "bevy_deformable_root".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+    egui::Panel::right("bevy_deformable_inspector")
+        .resizable(true)
+        .default_size(350.0)
+        .show(&mut root, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                ui.heading("bevy_deformable");
+                ui.label(
+                    RichText::new("drag a body: grab · shift-click: pin · F1: hide")
+                        .small()
+                        .weak(),
+                );
+                controls(ui, &mut p);
+                ui.separator();
+                body_list(ui, &mut p);
+                selected_body(ui, &mut p);
+                settings(ui, &mut p);
+                statistics(ui, &p);
+                debug_drawing(ui, &mut p.state.draw);
+                tuning_file(ui, &mut p);
+            });
+        });
+    let ms = start.elapsed().as_secs_f32() * 1e3;
+    let state = &mut *p.state;
+    state.panel_ms = if state.panel_ms == 0.0 {
+        ms
+    } else {
+        0.95 * state.panel_ms + 0.05 * ms
+    };
+    Ok(())
+}
+
+/// Pause, single step, reset, time scale.
+fn controls(ui: &mut egui::Ui, p: &mut Panel) {
+    let mut c = p.config.clone();
+    ui.horizontal(|ui| {
+        if ui
+            .button(if c.paused { "Resume" } else { "Pause" })
+            .clicked()
+        {
+            c.paused = !c.paused;
+        }
+        if ui
+            .add_enabled(c.paused, egui::Button::new("Step"))
+            .on_hover_text("one fixed step while paused")
+            .clicked()
+        {
+            c.single_step = true;
+        }
+        if ui
+            .button("Reset")
+            .on_hover_text("every body back where it started")
+            .clicked()
+        {
+            p.reset.write(ResetScene);
+        }
+    });
+    let mut speed = p.virtual_time.relative_speed();
+    ui.add(egui::Slider::new(&mut speed, 0.0..=2.0).text("time scale"));
+    if speed != p.virtual_time.relative_speed() {
+        p.virtual_time.set_relative_speed(speed);
+    }
+    if c != *p.config {
+        *p.config = c;
+    }
+}
+
+fn body_label(entity: Entity, name: Option<&Name>) -> String {
+    name.map_or_else(|| format!("body {entity}"), |n| n.as_str().to_owned())
+}
+
+/// The bodies; clicking one selects it.
+fn body_list(ui: &mut egui::Ui, p: &mut Panel) {
+    let mut rows: Vec<(Entity, String, bool)> = p
+        .bodies
+        .iter()
+        .map(|(e, name, state, _, _)| (e, body_label(e, name), state.frozen().is_some()))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    egui::CollapsingHeader::new(format!("Bodies ({})", rows.len()))
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical()
+                .id_salt("bodies")
+                .max_height(140.0)
+                .show(ui, |ui| {
+                    for (entity, label, frozen) in rows {
+                        let text = if frozen {
+                            RichText::new(format!("{label} (frozen)")).color(Color32::LIGHT_RED)
+                        } else {
+                            RichText::new(label)
+                        };
+                        if ui
+                            .selectable_label(p.state.selected == Some(entity), text)
+                            .clicked()
+                        {
+                            p.state.selected = Some(entity);
+                        }
+                    }
+                });
+        });
+}
+
+/// The selected body: material (with presets), pins, refactorization time, state.
+fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
+    let Some(entity) = p.state.selected else {
+        return;
+    };
+    let Ok((_, name, state, mut material, pin)) = p.bodies.get_mut(entity) else {
+        p.state.selected = None;
+        return;
+    };
+    let title = format!("Selected: {}", body_label(entity, name));
+    egui::CollapsingHeader::new(title)
+        .id_salt("selected")
+        .default_open(true)
+        .show(ui, |ui| {
+            ui.label(format!("{} vertices", state.vertex_count()));
+            if let Some(reason) = state.frozen() {
+                ui.colored_label(Color32::LIGHT_RED, format!("frozen: {reason}"));
+            }
+            let mut m = *material;
+            material_editor(ui, &mut m);
+            if m != *material {
+                *material = m;
+            }
+            let refactor = p
+                .world
+                .body(entity)
+                .and_then(|h| p.world.world().last_refactor(h).ok().flatten());
+            if let Some(t) = refactor {
+                ui.label(format!(
+                    "last refactorization: {:.2} ms",
+                    t.as_secs_f64() * 1e3
+                ));
+            }
+            pins(ui, pin);
+        });
+}
+
+/// Material sliders and presets; edits `m` in place.
+fn material_editor(ui: &mut egui::Ui, m: &mut SoftMaterial) {
+    let current = MaterialPreset::matching(m).map_or("custom", MaterialPreset::name);
+    egui::ComboBox::from_label("preset")
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for preset in MaterialPreset::ALL {
+                if ui.selectable_label(false, preset.name()).clicked() {
+                    *m = preset.material();
+                }
+            }
+        });
+    ui.add(
+        egui::Slider::new(&mut m.youngs_modulus, 1.0e3..=1.0e8)
+            .logarithmic(true)
+            .text("Young's modulus (Pa)"),
+    );
+    ui.add(egui::Slider::new(&mut m.poisson_ratio, 0.0..=0.49).text("Poisson ratio"));
+    ui.add(
+        egui::Slider::new(&mut m.density, 10.0..=5000.0)
+            .logarithmic(true)
+            .text("density (kg/m³)"),
+    );
+    ui.add(egui::Slider::new(&mut m.damping, 0.0..=20.0).text("damping (1/s)"));
+    ui.add(egui::Slider::new(&mut m.friction, 0.0..=2.0).text("friction"));
+    ui.add(egui::Slider::new(&mut m.restitution, 0.0..=1.0).text("restitution"));
+    combine_rule(ui, "friction combine", &mut m.friction_combine);
+    combine_rule(ui, "restitution combine", &mut m.restitution_combine);
+    let mut limited = m.strain_limits.is_some();
+    ui.checkbox(&mut limited, "strain limits");
+    if limited != m.strain_limits.is_some() {
+        m.strain_limits = limited.then(StrainLimits::default);
+    }
+    if let Some(l) = &mut m.strain_limits {
+        ui.add(egui::Slider::new(&mut l.min_stretch, 0.3..=1.0).text("min stretch"));
+        ui.add(egui::Slider::new(&mut l.max_stretch, 1.0..=3.0).text("max stretch"));
+        ui.add(
+            egui::Slider::new(&mut l.stiffness_scale, 0.1..=100.0)
+                .logarithmic(true)
+                .text("limit stiffness ×"),
+        );
+    }
+}
+
+fn combine_rule(ui: &mut egui::Ui, label: &str, rule: &mut CombineRule) {
+    egui::ComboBox::from_label(label)
+        .selected_text(format!("{rule:?}"))
+        .show_ui(ui, |ui| {
+            for r in [
+                CombineRule::Average,
+                CombineRule::Min,
+                CombineRule::Multiply,
+                CombineRule::Max,
+            ] {
+                ui.selectable_value(rule, r, format!("{r:?}"));
+            }
+        });
+}
+
+fn pins(ui: &mut egui::Ui, pin: Option<Mut<Pin>>) {
+    let count = pin.as_ref().map_or(0, |p| p.vertices.len());
+    ui.horizontal(|ui| {
+        ui.label(format!("{count} pinned vertices"));
+        if let Some(mut pin) = pin
+            && count > 0
+            && ui.button("Unpin all").clicked()
+        {
+            pin.vertices.clear();
+        }
+    });
+}
+
+/// Global settings: gravity, fixed step, solver, iterations, tolerances, contact options.
+fn settings(ui: &mut egui::Ui, p: &mut Panel) {
+    egui::CollapsingHeader::new("Simulation settings").show(ui, |ui| {
+        let mut c = p.config.clone();
+        ui.horizontal(|ui| {
+            ui.label("gravity (m/s²)");
+            ui.add(egui::DragValue::new(&mut c.gravity.x).speed(0.05));
+            ui.add(egui::DragValue::new(&mut c.gravity.y).speed(0.05));
+            ui.add(egui::DragValue::new(&mut c.gravity.z).speed(0.05));
+        });
+        let hz = 1.0 / p.fixed.timestep().as_secs_f64();
+        let mut new_hz = hz;
+        ui.add(
+            egui::Slider::new(&mut new_hz, 20.0..=240.0)
+                .text("fixed rate (Hz)")
+                .integer(),
+        );
+        if (new_hz - hz).abs() > 1e-9 {
+            p.fixed.set_timestep_hz(new_hz);
+        }
+        ui.add(egui::Slider::new(&mut c.substeps, 1..=8).text("substeps"));
+        ui.add(egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations"));
+        egui::ComboBox::from_label("friction model")
+            .selected_text(format!("{:?}", c.friction_model))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut c.friction_model, FrictionModel::Cone, "Cone");
+                ui.selectable_value(&mut c.friction_model, FrictionModel::Pyramid, "Pyramid");
+            });
+        ui.checkbox(&mut c.separate_regions, "LCP by contact region");
+        ui.checkbox(&mut c.soft_contacts, "soft-soft contacts");
+        ui.checkbox(&mut c.self_collision, "self-collision");
+        ui.checkbox(&mut c.interpolate, "interpolate drawing");
+        ui.add(
+            egui::Slider::new(&mut c.mprgp_tolerance, 1e-9..=1e-2)
+                .logarithmic(true)
+                .text("MPRGP tolerance"),
+        );
+        ui.add(
+            egui::Slider::new(&mut c.mprgp_max_iterations, 10..=5000)
+                .logarithmic(true)
+                .text("MPRGP max iterations"),
+        );
+        ui.add(
+            egui::Slider::new(&mut c.lcp_max_sweeps, 10..=2000)
+                .logarithmic(true)
+                .text("LCP max sweeps"),
+        );
+        ui.add(egui::Slider::new(&mut c.contact_margin, 0.0..=0.05).text("contact margin (m)"));
+        ui.add(
+            egui::Slider::new(&mut c.restitution_threshold, 0.0..=5.0)
+                .text("restitution threshold (m/s)"),
+        );
+        ui.add(
+            egui::Slider::new(&mut c.max_speed, 1.0..=1000.0)
+                .logarithmic(true)
+                .text("freeze above (m/s)"),
+        );
+        if c != *p.config {
+            *p.config = c;
+        }
+        let mut stiffness = p.grab.stiffness;
+        ui.add(
+            egui::Slider::new(&mut stiffness, 10.0..=1.0e6)
+                .logarithmic(true)
+                .text("grab stiffness (N/m)"),
+        );
+        if stiffness != p.grab.stiffness {
+            p.grab.stiffness = stiffness;
+        }
+    });
+}
+
+/// Timings over the last seconds, iterations, and the counters of the last step.
+fn statistics(ui: &mut egui::Ui, p: &Panel) {
+    egui::CollapsingHeader::new("Statistics")
+        .default_open(true)
+        .show(ui, |ui| {
+            ui.label("step time per phase (ms)");
+            history_plot(
+                ui,
+                &p.history,
+                &[
+                    Series {
+                        label: "step",
+                        color: Color32::from_gray(235),
+                        value: |s| s.step_ms,
+                    },
+                    Series {
+                        label: "detect",
+                        color: Color32::from_rgb(240, 170, 60),
+                        value: |s| s.detect_ms,
+                    },
+                    Series {
+                        label: "local",
+                        color: Color32::from_rgb(110, 200, 110),
+                        value: |s| s.local_ms,
+                    },
+                    Series {
+                        label: "global/MPRGP",
+                        color: Color32::from_rgb(90, 160, 240),
+                        value: |s| s.global_ms,
+                    },
+                    Series {
+                        label: "LCP",
+                        color: Color32::from_rgb(220, 110, 220),
+                        value: |s| s.lcp_ms,
+                    },
+                    Series {
+                        label: "write-back",
+                        color: Color32::from_rgb(150, 150, 150),
+                        value: |s| s.writeback_ms,
+                    },
+                ],
+                "ms",
+                Some((FRAME_BUDGET_MS, "1/60 s")),
+            );
+            ui.label("iterations per step");
+            history_plot(
+                ui,
+                &p.history,
+                &[
+                    Series {
+                        label: "MPRGP",
+                        color: Color32::from_rgb(90, 160, 240),
+                        value: |s| s.mprgp_iterations as f32,
+                    },
+                    Series {
+                        label: "LCP",
+                        color: Color32::from_rgb(220, 110, 220),
+                        value: |s| s.lcp_iterations as f32,
+                    },
+                ],
+                "",
+                None,
+            );
+            let s = &*p.stats;
+            egui::Grid::new("deformable_stats")
+                .num_columns(2)
+                .striped(true)
+                .show(ui, |ui| {
+                    let mut row = |name: &str, value: String| {
+                        ui.label(name);
+                        ui.monospace(value);
+                        ui.end_row();
+                    };
+                    row("bodies", format!("{}", s.bodies));
+                    row("frozen bodies", format!("{}", s.frozen_bodies));
+                    row("inverted tets", format!("{}", s.inverted_tets));
+                    row(
+                        "contacts (active)",
+                        format!("{} ({})", s.constraints, s.active_constraints),
+                    );
+                    row("soft-soft contacts", format!("{}", s.soft_contacts));
+                    row(
+                        "islands (largest)",
+                        format!("{} ({})", s.islands, s.largest_island),
+                    );
+                    row(
+                        "LCP regions (largest)",
+                        format!("{} ({})", s.contact_regions, s.largest_region),
+                    );
+                    row(
+                        "MPRGP its / KKT res.",
+                        format!("{} / {:.1e}", s.mprgp_iterations, s.kkt_residual),
+                    );
+                    row(
+                        "LCP its / residual",
+                        format!("{} / {:.1e} m/s", s.lcp_iterations, s.lcp_residual),
+                    );
+                    row(
+                        "max penetration",
+                        format!("{:.2} mm", s.max_penetration * 1e3),
+                    );
+                    row("step", format!("{:.2} ms", s.step_ms));
+                    row("refactor", format!("{:.2} ms", s.refactor_ms));
+                    row("panel", format!("{:.3} ms", p.state.panel_ms));
+                });
+        });
+}
+
+fn debug_drawing(ui: &mut egui::Ui, draw: &mut super::DebugDraw) {
+    egui::CollapsingHeader::new("Debug drawing").show(ui, |ui| {
+        let mut d = *draw;
+        ui.checkbox(&mut d.tets, "tet wireframe");
+        ui.checkbox(&mut d.surface, "surface");
+        ui.checkbox(&mut d.proxies, "collision proxies");
+        ui.checkbox(&mut d.contacts, "contacts by region, normals");
+        ui.checkbox(&mut d.active_constraints, "active constraints");
+        ui.checkbox(&mut d.pins, "pinned vertices");
+        ui.checkbox(&mut d.bvh, "BVH boxes");
+        ui.add(egui::Slider::new(&mut d.normal_length, 0.01..=0.5).text("normal length (m)"));
+        if d != *draw {
+            *draw = d;
+        }
+    });
+}
+
+fn tuning_file(ui: &mut egui::Ui, p: &mut Panel) {
+    let Some((path, status)) = p
+        .tuning
+        .as_ref()
+        .map(|f| (f.path.display().to_string(), f.status.clone()))
+    else {
+        return;
+    };
+    egui::CollapsingHeader::new("Tuning file")
+        .default_open(true)
+        .show(ui, |ui| {
+            ui.label(RichText::new(path).monospace());
+            ui.horizontal(|ui| {
+                if ui.button("Save").clicked() {
+                    p.save.write(SaveTuning);
+                }
+                if ui.button("Load").clicked() {
+                    p.load.write(LoadTuning);
+                }
+            });
+            if !status.is_empty() {
+                ui.label(RichText::new(status).small());
+            }
+        });
+}

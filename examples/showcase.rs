@@ -164,7 +164,8 @@ fn setup(
         ),
         SoftMaterial::FLESH,
         MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.65, 0.5)))),
-        Transform::from_xyz(2.0, 0.12, 1.0).with_rotation(Quat::from_rotation_x(1.5708)),
+        Transform::from_xyz(2.0, 0.12, 1.0)
+            .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
     ));
 }
 

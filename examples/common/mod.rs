@@ -9,6 +9,7 @@
 //! Environment:
 //! - `DEFORMABLE_FRAMES=N`: run N frames, then exit.
 //! - `DEFORMABLE_SCREENSHOT=out.png`: save a screenshot after N frames (default 300), then exit.
+//! - `DEFORMABLE_PANEL=closed`: start with the inspector panel hidden (to measure its cost).
 //!
 //! In either mode every frame advances the simulation clock by exactly 1/60 s, so a screenshot
 //! shows the same moment of the scene however slow the machine renders.
@@ -38,7 +39,11 @@ pub fn example_app(title: &str, scene: ExampleScene) -> App {
             ..default()
         }),
         DeformablePlugin::default(),
-        DeformableInspectorPlugin::default().with_tuning_file(format!("assets/tuning/{title}.ron")),
+        DeformableInspectorPlugin {
+            open: std::env::var("DEFORMABLE_PANEL").as_deref() != Ok("closed"),
+            ..default()
+        }
+        .with_tuning_file(format!("assets/tuning/{title}.ron")),
         scene,
     ));
     app

@@ -24,6 +24,15 @@ use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
 /// The frame budget line of the timing plot (ms).
 const FRAME_BUDGET_MS: f32 = 1000.0 / 60.0;
 
+/// What the panel reads and edits of a body.
+type BodyRow = (
+    Entity,
+    Option<&'static Name>,
+    &'static DeformableState,
+    &'static mut SoftMaterial,
+    Option<&'static mut Pin>,
+);
+
 /// Everything the panel reads and edits.
 #[derive(SystemParam)]
 pub(super) struct Panel<'w, 's> {
@@ -37,17 +46,7 @@ pub(super) struct Panel<'w, 's> {
     fixed: ResMut<'w, Time<Fixed>>,
     virtual_time: ResMut<'w, Time<Virtual>>,
     tuning: Option<Res<'w, TuningFile>>,
-    bodies: Query<
-        'w,
-        's,
-        (
-            Entity,
-            Option<&'static Name>,
-            &'static DeformableState,
-            &'static mut SoftMaterial,
-            Option<&'static mut Pin>,
-        ),
-    >,
+    bodies: Query<'w, 's, BodyRow>,
     reset: MessageWriter<'w, ResetScene>,
     save: MessageWriter<'w, SaveTuning>,
     load: MessageWriter<'w, LoadTuning>,

@@ -49,7 +49,7 @@ pub fn ray_cast_surface(
     max_distance: f64,
 ) -> Option<SurfaceHit> {
     let len = dir.norm();
-    if !(len > 0.0 && len.is_finite()) || !origin.iter().all(|c| c.is_finite()) {
+    if !(len > 0.0 && len.is_finite() && origin.iter().all(|c| c.is_finite())) {
         return None;
     }
     let d = dir / len;

@@ -281,6 +281,34 @@ mod tests {
         assert_eq!(world.body(h).unwrap().rebuild, Rebuild::Numeric);
     }
 
+    /// Reset: back to the creation positions, at rest, unfrozen, not held.
+    #[test]
+    fn reset_puts_a_body_back_at_rest() {
+        let mut world = SoftWorld::new(WorldSettings::default());
+        let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3));
+        let h = world
+            .add_body(mesh, SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0))
+            .unwrap();
+        let start = world.positions(h).unwrap().to_vec();
+        world
+            .grab(h, EmbeddedPoint::vertex(3), 50.0, Vec3::zeros())
+            .unwrap();
+        for _ in 0..10 {
+            world.step(1.0 / 60.0).unwrap();
+        }
+        world.velocities_mut(h).unwrap()[0].x = f64::NAN;
+        world.step(1.0 / 60.0).unwrap();
+        assert!(world.frozen(h).unwrap().is_some());
+        world.reset_body(h).unwrap();
+        assert_eq!(world.positions(h).unwrap(), &start[..]);
+        assert!(world.velocities(h).unwrap().iter().all(|v| *v == Vec3::zeros()));
+        assert!(world.frozen(h).unwrap().is_none());
+        assert!(world.grab_spring(h).unwrap().is_none());
+        world.step(1.0 / 60.0).unwrap();
+        assert!(world.frozen(h).unwrap().is_none());
+        assert!(world.positions(h).unwrap()[0].y < start[0].y);
+    }
+
     #[test]
     fn bad_grabs_are_refused() {
         let (mut world, h) = world_with_cube();

@@ -19,6 +19,8 @@ const RAMP_ANGLE: f32 = 25.0 * std::f32::consts::PI / 180.0;
 /// Half extents of the paddle (m), its sweep amplitude (m) and period (s).
 const PADDLE: Vec3 = Vec3::new(0.06, 0.2, 0.45);
 const SWEEP: f32 = 0.9;
+/// Centre of the paddle's sweep along x (m).
+const SWEEP_CENTRE: f32 = 1.6;
 const PERIOD: f32 = 8.0;
 
 #[derive(Component)]
@@ -26,8 +28,9 @@ struct Paddle;
 
 fn main() {
     let scene = common::ExampleScene {
-        focus: Vec3::new(0.3, 0.5, 0.0),
-        distance: 6.5,
+        // Right of the scene's centre, so the scene sits left of the panel.
+        focus: Vec3::new(1.2, 0.4, 0.2),
+        distance: 6.3,
         yaw: 0.35,
         pitch: 0.45,
     };
@@ -147,7 +150,7 @@ fn setup(
         Paddle,
         Mesh3d(meshes.add(Cuboid::from_size(2.0 * PADDLE))),
         MeshMaterial3d(materials.add(grey(0.25))),
-        Transform::from_xyz(2.0 - SWEEP, PADDLE.y + 0.01, 1.0),
+        Transform::from_xyz(SWEEP_CENTRE - SWEEP, PADDLE.y + 0.01, 1.0),
         Obstacle::cuboid(PADDLE).with_friction(0.2),
     ));
     commands.spawn((
@@ -164,7 +167,7 @@ fn setup(
         ),
         SoftMaterial::FLESH,
         MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.65, 0.5)))),
-        Transform::from_xyz(2.0, 0.12, 1.0)
+        Transform::from_xyz(SWEEP_CENTRE, 0.12, 1.0)
             .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
     ));
 }
@@ -173,6 +176,6 @@ fn setup(
 fn move_paddle(time: Res<Time<Fixed>>, mut paddles: Query<&mut Transform, With<Paddle>>) {
     let phase = std::f32::consts::TAU * time.elapsed_secs() / PERIOD;
     for mut transform in &mut paddles {
-        transform.translation.x = 2.0 - SWEEP * phase.cos();
+        transform.translation.x = SWEEP_CENTRE - SWEEP * phase.cos();
     }
 }

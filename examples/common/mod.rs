@@ -10,6 +10,8 @@
 //! - `DEFORMABLE_FRAMES=N`: run N frames, then exit.
 //! - `DEFORMABLE_SCREENSHOT=out.png`: save a screenshot after N frames (default 300), then exit.
 //! - `DEFORMABLE_PANEL=closed`: start with the inspector panel hidden (to measure its cost).
+//! - `DEFORMABLE_DEBUG_DRAW=all` (or a comma list of `tets,surface,proxies,contacts,active,
+//!   pins,bvh`): start with those debug overlays on.
 //!
 //! In either mode every frame advances the simulation clock by exactly 1/60 s, so a screenshot
 //! shows the same moment of the scene however slow the machine renders.
@@ -113,6 +115,19 @@ impl Plugin for ExampleScene {
                 1.0 / 60.0,
             )))
             .add_systems(Update, run_headless);
+        }
+        if let Ok(list) = std::env::var("DEFORMABLE_DEBUG_DRAW") {
+            app.add_systems(Startup, move |mut inspector: ResMut<InspectorState>| {
+                let on = |name: &str| list == "all" || list.split(',').any(|s| s.trim() == name);
+                let d = &mut inspector.draw;
+                d.tets = on("tets");
+                d.surface = on("surface");
+                d.proxies = on("proxies");
+                d.contacts = on("contacts");
+                d.active_constraints = on("active");
+                d.pins = on("pins");
+                d.bvh = on("bvh");
+            });
         }
         let scene = *self;
         app.insert_resource(ClearColor(Color::srgb(0.55, 0.68, 0.82)))

@@ -12,6 +12,8 @@ pub(super) struct Series {
     pub color: Color32,
     /// The value of a sample.
     pub value: fn(&StepSample) -> f32,
+    /// Decimals shown in the legend.
+    pub decimals: usize,
 }
 
 /// Plots `series` over the history, oldest at the left. The vertical scale fits the largest
@@ -69,14 +71,14 @@ pub(super) fn history_plot(
     painter.text(
         rect.left_top() + Vec2::new(4.0, 2.0),
         Align2::LEFT_TOP,
-        format!("{top:.3} {unit}"),
+        format!("{top:.1} {unit}"),
         FontId::monospace(10.0),
         Color32::from_gray(180),
     );
     ui.horizontal_wrapped(|ui| {
         for s in series {
             let latest = history.latest().map_or(0.0, s.value);
-            ui.colored_label(s.color, format!("{} {latest:.2}", s.label));
+            ui.colored_label(s.color, format!("{} {:.*}", s.label, s.decimals, latest));
         }
     });
 }

@@ -301,7 +301,13 @@ mod tests {
         assert!(world.frozen(h).unwrap().is_some());
         world.reset_body(h).unwrap();
         assert_eq!(world.positions(h).unwrap(), &start[..]);
-        assert!(world.velocities(h).unwrap().iter().all(|v| *v == Vec3::zeros()));
+        assert!(
+            world
+                .velocities(h)
+                .unwrap()
+                .iter()
+                .all(|v| *v == Vec3::zeros())
+        );
         assert!(world.frozen(h).unwrap().is_none());
         assert!(world.grab_spring(h).unwrap().is_none());
         world.step(1.0 / 60.0).unwrap();

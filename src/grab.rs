@@ -133,14 +133,14 @@ pub(crate) fn sync_grab(mut tool: ResMut<GrabTool>, mut world: ResMut<Deformable
     let wanted = tool
         .held
         .map(|h| (h.entity, h.point, tool.stiffness.max(f32::MIN_POSITIVE)));
-    if tool.applied != wanted
-        && let Some((entity, _, _)) = tool.applied
+    // Let go of a body that is no longer the one held.
+    if let Some((entity, _, _)) = tool.applied
         && wanted.is_none_or(|w| w.0 != entity)
         && let Some(h) = world.body(entity)
     {
         let _ = world.world_mut().release(h);
     }
-    let Some(held) = tool.held else {
+    let (Some(held), Some((_, point, stiffness))) = (tool.held, wanted) else {
         tool.applied = None;
         return;
     };
@@ -150,13 +150,11 @@ pub(crate) fn sync_grab(mut tool: ResMut<GrabTool>, mut world: ResMut<Deformable
         tool.applied = None;
         return;
     };
-    let stiffness = wanted.map_or(0.0, |w| w.2);
+    let target = to_sim(held.target);
     let result = if tool.applied == wanted {
-        world.world_mut().set_grab_target(h, to_sim(held.target))
+        world.world_mut().set_grab_target(h, target)
     } else {
-        world
-            .world_mut()
-            .grab(h, held.point, stiffness as f64, to_sim(held.target))
+        world.world_mut().grab(h, point, stiffness as f64, target)
     };
     match result {
         Ok(()) => tool.applied = wanted,

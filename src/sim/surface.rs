@@ -6,7 +6,7 @@
 //! carry the detailed vertices along with barycentric weights ([`crate::sim::embed`]).
 //!
 //! # The cage
-//! [`TetMesh::try_enclosing`] runs the lattice builder of [`crate::sim::lattice`] on the signed
+//! [`TetMesh::try_enclosing`] runs the lattice builder of `sim::lattice` on the signed
 //! distance of the surface offset outwards by `pad = cell * sqrt(3) / 2`, half a cell diagonal:
 //!
 //! `phi(p) = s(p) * dist(p, surface) - pad`, `s = -1` inside, `+1` outside.

@@ -3,10 +3,10 @@
 //! Each body owns its Projective Dynamics system (one sparse Cholesky factor per body, built on
 //! its first step and refactored only after an edit) and its scratch space. Bodies touch each
 //! other through soft-soft contacts: bodies in contact form an *island* whose constrained global
-//! steps are one QP ([`island`]); islands and bodies are advanced in parallel (rayon), in a fixed
+//! steps are one QP (`island`); islands and bodies are advanced in parallel (rayon), in a fixed
 //! order, with sequential arithmetic inside each body and island, so results are bit-identical
 //! run to run and independent of the thread count. The phases of a step are listed in
-//! [`step`]. A body that fails — non-finite state, a runaway speed or energy, a failed
+//! `step`. A body that fails — non-finite state, a runaway speed or energy, a failed
 //! factorization — is restored to its last good state, frozen and reported in
 //! [`StepReport::frozen`]; the other bodies go on unaffected.
 

@@ -138,3 +138,20 @@ fn inverted_tets(mesh: &crate::sim::mesh::TetMesh, x: &[Vec3]) -> usize {
         })
         .count()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::mesh::TetMesh;
+
+    #[test]
+    fn inverted_tets_counts_mirrored_and_flat_tets() {
+        let mesh = TetMesh::cuboid(Vec3::repeat(0.5), 2);
+        let rest = mesh.rest_positions().to_vec();
+        assert_eq!(inverted_tets(&mesh, &rest), 0);
+        let mirrored: Vec<Vec3> = rest.iter().map(|p| Vec3::new(-p.x, p.y, p.z)).collect();
+        assert_eq!(inverted_tets(&mesh, &mirrored), mesh.tet_count());
+        let flat: Vec<Vec3> = rest.iter().map(|p| Vec3::new(p.x, 0.0, p.z)).collect();
+        assert_eq!(inverted_tets(&mesh, &flat), mesh.tet_count());
+    }
+}

@@ -12,7 +12,7 @@ use bevy_egui::EguiContexts;
 use bevy_egui::egui::{self, Color32, RichText};
 
 use super::InspectorState;
-use super::plot::{Series, history_plot};
+use super::plot::{Scale, Series, history_plot};
 use crate::components::{CombineRule, DeformableState, Pin, SoftMaterial, StrainLimits};
 use crate::diagnostics::DeformableDiagnostics;
 use crate::grab::GrabTool;
@@ -397,7 +397,9 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                     },
                 ],
                 "ms",
-                Some((FRAME_BUDGET_MS, "1/60 s")),
+                Scale::FromZero {
+                    budget: Some((FRAME_BUDGET_MS, "1/60 s")),
+                },
             );
             ui.label("iterations per step");
             history_plot(
@@ -418,7 +420,28 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                     },
                 ],
                 "",
-                None,
+                Scale::FromZero { budget: None },
+            );
+            ui.label("residuals per step (log10)");
+            history_plot(
+                ui,
+                &p.history,
+                &[
+                    Series {
+                        label: "MPRGP KKT",
+                        color: Color32::from_rgb(90, 160, 240),
+                        value: |s| s.kkt_residual.max(1e-12).log10(),
+                        decimals: 1,
+                    },
+                    Series {
+                        label: "LCP (m/s)",
+                        color: Color32::from_rgb(220, 110, 220),
+                        value: |s| s.lcp_residual.max(1e-12).log10(),
+                        decimals: 1,
+                    },
+                ],
+                "",
+                Scale::Fixed(-12.0, 0.0),
             );
             let s = &*p.stats;
             egui::Grid::new("deformable_stats")

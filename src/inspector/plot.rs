@@ -16,30 +16,46 @@ pub(super) struct Series {
     pub decimals: usize,
 }
 
-/// Plots `series` over the history, oldest at the left. The vertical scale fits the largest
-/// value (and `budget`, drawn as a dashed line, if given).
+/// The vertical axis of a plot.
+pub(super) enum Scale<'a> {
+    /// From 0 to the largest value, and to `budget` (drawn as a labelled dashed line) if given.
+    FromZero {
+        /// A reference value and its label.
+        budget: Option<(f32, &'a str)>,
+    },
+    /// A fixed range `(bottom, top)`.
+    Fixed(f32, f32),
+}
+
+/// Plots `series` over the history, oldest at the left.
 pub(super) fn history_plot(
     ui: &mut egui::Ui,
     history: &StepHistory,
     series: &[Series],
     unit: &str,
-    budget: Option<(f32, &str)>,
+    scale: Scale<'_>,
 ) {
     let width = ui.available_width().max(120.0);
     let (rect, _) = ui.allocate_exact_size(Vec2::new(width, 110.0), Sense::hover());
     let painter = ui.painter_at(rect);
     painter.rect_filled(rect, 3.0, Color32::from_gray(24));
-    let top = series
-        .iter()
-        .map(|s| history.max_of(s.value))
-        .fold(budget.map_or(0.0, |b| b.0 * 1.15), f32::max)
-        .max(1e-6);
+    let (budget, bottom, top) = match scale {
+        Scale::FromZero { budget } => {
+            let top = series
+                .iter()
+                .map(|s| history.max_of(s.value))
+                .fold(budget.map_or(0.0, |b| b.0 * 1.15), f32::max)
+                .max(1e-6);
+            (budget, 0.0, top)
+        }
+        Scale::Fixed(bottom, top) => (None, bottom, top.max(bottom + 1e-6)),
+    };
     let capacity = history.capacity().max(2) as f32 - 1.0;
     let offset = history.capacity() - history.samples().len();
     let to_screen = |i: usize, v: f32| {
         Pos2::new(
             rect.left() + rect.width() * (offset + i) as f32 / capacity,
-            rect.bottom() - rect.height() * (v / top).clamp(0.0, 1.0),
+            rect.bottom() - rect.height() * ((v - bottom) / (top - bottom)).clamp(0.0, 1.0),
         )
     };
     if let Some((value, label)) = budget {
@@ -75,6 +91,15 @@ pub(super) fn history_plot(
         FontId::monospace(10.0),
         Color32::from_gray(180),
     );
+    if bottom != 0.0 {
+        painter.text(
+            rect.left_bottom() + Vec2::new(4.0, -2.0),
+            Align2::LEFT_BOTTOM,
+            format!("{bottom:.1} {unit}"),
+            FontId::monospace(10.0),
+            Color32::from_gray(180),
+        );
+    }
     ui.horizontal_wrapped(|ui| {
         for s in series {
             let latest = history.latest().map_or(0.0, s.value);

@@ -33,14 +33,6 @@ fn main() {
         .run();
 }
 
-/// Indices of the vertices within 1 mm of the top of a mesh.
-fn top_vertices(mesh: &TetMesh) -> Vec<u32> {
-    let top = mesh.rest_bounds().1.y;
-    (0..mesh.vertex_count() as u32)
-        .filter(|&v| mesh.rest_positions()[v as usize].y > top - 1e-3)
-        .collect()
-}
-
 fn setup(
     mut commands: Commands,
     mut meshes: ResMut<Assets<Mesh>>,
@@ -48,7 +40,7 @@ fn setup(
 ) {
     // A bar pinned at its top face: it sags under gravity and stays there.
     let bar = TetMesh::cuboid(sim::Vec3::new(0.12, 0.6, 0.12), 10);
-    let pinned = top_vertices(&bar);
+    let pinned = common::top_vertices(&bar);
     commands.spawn((
         Name::new("pinned bar"),
         DeformableBody::from(bar),
@@ -67,7 +59,7 @@ fn setup(
         ))
         .id();
     let block = TetMesh::cuboid(sim::Vec3::new(0.25, 0.3, 0.25), 7);
-    let attached = top_vertices(&block);
+    let attached = common::top_vertices(&block);
     commands.spawn((
         Name::new("attached jelly"),
         DeformableBody::from(block),

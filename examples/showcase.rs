@@ -119,10 +119,7 @@ fn setup(
         Transform::from_xyz(1.9, 1.93, -0.9),
     ));
     let bar = TetMesh::cuboid(sim::Vec3::new(0.09, 0.4, 0.09), 6);
-    let top = bar.rest_bounds().1.y;
-    let pinned: Vec<u32> = (0..bar.vertex_count() as u32)
-        .filter(|&v| bar.rest_positions()[v as usize].y > top - 1e-3)
-        .collect();
+    let pinned = common::top_vertices(&bar);
     commands.spawn((
         Name::new("hanging jelly"),
         DeformableBody::from(bar),

@@ -175,6 +175,15 @@ fn spawn_stage(
     ));
 }
 
+/// Indices of the vertices within 1 mm of the top of a mesh (to pin or attach a body by its top).
+#[allow(dead_code)] // Used by the examples that hang bodies, not by every example.
+pub fn top_vertices(mesh: &TetMesh) -> Vec<u32> {
+    let top = mesh.rest_bounds().1.y;
+    (0..mesh.vertex_count() as u32)
+        .filter(|&v| mesh.rest_positions()[v as usize].y > top - 1e-3)
+        .collect()
+}
+
 /// A PBR material for a soft body of this colour.
 pub fn soft_look(color: Color) -> StandardMaterial {
     StandardMaterial {

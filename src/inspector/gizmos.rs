@@ -3,8 +3,8 @@
 use bevy::color::Color;
 use bevy::ecs::query::With;
 use bevy::gizmos::gizmos::Gizmos;
+use bevy::math::Isometry3d;
 use bevy::math::bounding::Aabb3d;
-use bevy::math::{Isometry3d, Vec3};
 use bevy::prelude::{Entity, Local, Query, Res, Transform};
 
 use super::InspectorState;
@@ -84,10 +84,8 @@ pub(super) fn draw_debug(
             }
         }
         if state.selected == Some(entity) {
-            let (lo, hi) = x.iter().fold(
-                (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
-                |(lo, hi), q| (lo.min(to_bevy(q)), hi.max(to_bevy(q))),
-            );
+            let (lo, hi) = sim::mesh::bounds(x);
+            let (lo, hi) = (to_bevy(&lo), to_bevy(&hi));
             if lo.is_finite() && hi.is_finite() {
                 let aabb = Aabb3d::new((lo + hi) * 0.5, (hi - lo) * 0.5 + 0.01);
                 gizmos.aabb_3d(aabb, Transform::IDENTITY, Color::srgb(1.0, 0.85, 0.2));

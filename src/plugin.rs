@@ -82,6 +82,10 @@ pub struct DeformableConfig {
     pub soft_contacts: bool,
     /// Whether each body collides with itself (costs a self-test per iteration). Default: false.
     pub self_collision: bool,
+    /// Whether contacts between two soft bodies include edge-edge pairs besides vertex-triangle
+    /// ones (keeps crossing creases, like the edges of stacked cubes, from cutting through each
+    /// other). Default: true.
+    pub edge_contacts: bool,
     /// How Coulomb friction bounds the tangential impulse. Default: cone.
     pub friction_model: FrictionModel,
     /// Approach speed (m/s) above which restitution applies. Default: 0.5.
@@ -114,6 +118,7 @@ impl Default for DeformableConfig {
             max_speed: w.max_speed as f32,
             soft_contacts: w.soft_contacts,
             self_collision: w.self_collision,
+            edge_contacts: w.edge_contacts,
             friction_model: FrictionModel::Cone,
             restitution_threshold: w.restitution_threshold as f32,
             lcp_max_sweeps: w.lcp.max_sweeps as u32,
@@ -136,6 +141,7 @@ impl DeformableConfig {
         settings.max_speed = self.max_speed as f64;
         settings.soft_contacts = self.soft_contacts;
         settings.self_collision = self.self_collision;
+        settings.edge_contacts = self.edge_contacts;
         settings.lcp.friction = match self.friction_model {
             FrictionModel::Cone => sim::contact::FrictionModel::Cone,
             FrictionModel::Pyramid => sim::contact::FrictionModel::Pyramid,

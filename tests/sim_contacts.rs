@@ -177,8 +177,8 @@ fn a_block_stays_on_a_slope_iff_tan_angle_is_below_mu_for_cone_and_pyramid() {
     }
 }
 
-fn drop_stack(count: usize) -> (SoftWorld, Vec<BodyHandle>, f64) {
-    let mut world = SoftWorld::new(WorldSettings::default());
+fn drop_stack(count: usize, settings: WorldSettings) -> (SoftWorld, Vec<BodyHandle>, f64) {
+    let mut world = SoftWorld::new(settings);
     world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
     let size = 0.2;
     // Rubber of 1 MPa: at the preset's 200 kPa the stacks sag and drape more (see the ignored
@@ -205,7 +205,7 @@ fn drop_stack(count: usize) -> (SoftWorld, Vec<BodyHandle>, f64) {
 
 #[test]
 fn two_dropped_cubes_rest_on_each_other_with_penetration_under_one_percent() {
-    let (world, bodies, size) = drop_stack(2);
+    let (world, bodies, size) = drop_stack(2, WorldSettings::default());
     for (a, b) in [(bodies[1], bodies[0]), (bodies[0], bodies[1])] {
         let depth = penetration(&world, a, b);
         assert!(depth < 0.01 * size, "{depth} m deep");
@@ -217,22 +217,56 @@ fn two_dropped_cubes_rest_on_each_other_with_penetration_under_one_percent() {
 
 #[test]
 fn two_dropped_cubes_rest_without_any_triangle_intersection() {
-    let (world, bodies, _) = drop_stack(2);
+    let (world, bodies, _) = drop_stack(2, WorldSettings::default());
     assert_eq!(intersections(&world, bodies[0], bodies[1]), 0);
 }
 
 #[test]
-#[ignore = "known gap: under the stack's load the overhanging bottom faces drape around the \
-            edges below them, and edges cross faces by a fraction of a millimetre (16 triangle \
-            pairs over four interfaces; no edge-edge constraints yet); see the closing note of issue 4"]
-fn a_stack_of_five_rests_without_intersections() {
-    let (mut world, bodies, size) = drop_stack(5);
+fn a_stack_of_five_stands_without_intersections_thanks_to_edge_contacts() {
+    let (world, bodies, size) = drop_stack(5, WorldSettings::default());
     for pair in bodies.windows(2) {
         assert_eq!(intersections(&world, pair[0], pair[1]), 0);
-        assert!(penetration(&world, pair[1], pair[0]) < 0.01 * size);
-        // Still stacked: each cube rests on the one below.
-        assert!((bottom(&world, pair[1]) - top(&world, pair[0])).abs() < 0.01 * size);
+        for (a, b) in [(pair[1], pair[0]), (pair[0], pair[1])] {
+            let depth = penetration(&world, a, b);
+            assert!(depth < 0.01 * size, "{depth} m deep");
+        }
+        // Still stacked: each centroid a cube's height above the one below (less the rubber's
+        // compression under the cubes above), and shifted sideways by no more than the 1.5 cm
+        // the cubes were dropped with.
+        let (below, above) = (
+            centroid(world.positions(pair[0]).unwrap()),
+            centroid(world.positions(pair[1]).unwrap()),
+        );
+        let rise = above.y - below.y;
+        assert!(
+            (rise - size).abs() < 0.02 * size,
+            "centroids {rise} m apart"
+        );
+        let aside = Vec3::new(above.x - below.x, 0.0, above.z - below.z).norm();
+        assert!(aside < 0.1 * size, "{aside} m aside");
     }
+    // The scene is a real test: without edge-edge contacts, the overhanging bottom faces drape
+    // around the creases below them and cross them between their vertices.
+    let (world, bodies, _) = drop_stack(
+        5,
+        WorldSettings {
+            edge_contacts: false,
+            ..WorldSettings::default()
+        },
+    );
+    let crossings: usize = bodies
+        .windows(2)
+        .map(|pair| intersections(&world, pair[0], pair[1]))
+        .sum();
+    assert!(crossings > 0);
+}
+
+#[test]
+#[ignore = "known gap: the stack of five keeps rocking (with or without edge contacts): over \
+            a further second its cubes move 0.4, 2.2, 5.6, 9.7 and 13.8 mm, bottom to top; see \
+            the closing note of issue 4"]
+fn a_stack_of_five_comes_to_rest() {
+    let (mut world, bodies, _) = drop_stack(5, WorldSettings::default());
     // At rest: another second moves nothing by more than a millimetre.
     let before: Vec<Vec3> = bodies
         .iter()
@@ -241,10 +275,12 @@ fn a_stack_of_five_rests_without_intersections() {
     for _ in 0..60 {
         world.step(DT).unwrap();
     }
-    for (&b, c) in bodies.iter().zip(&before) {
-        let moved = (centroid(world.positions(b).unwrap()) - c).norm();
-        assert!(moved < 1e-3, "moved {moved} m");
-    }
+    let moved: Vec<f64> = bodies
+        .iter()
+        .zip(&before)
+        .map(|(&b, c)| (centroid(world.positions(b).unwrap()) - c).norm())
+        .collect();
+    assert!(moved.iter().all(|&m| m < 1e-3), "moved {moved:?} m");
 }
 
 /// A soft bar lying on the floor whose left end is lifted over and pressed onto its right
@@ -410,7 +446,7 @@ fn a_pile_poured_into_a_bucket_settles_without_freezing() {
 #[test]
 fn coupled_bodies_are_deterministic_and_independent_of_the_thread_count() {
     let run = || {
-        let (world, bodies, _) = drop_stack(3);
+        let (world, bodies, _) = drop_stack(3, WorldSettings::default());
         bodies
             .iter()
             .flat_map(|&b| world.positions(b).unwrap().to_vec())

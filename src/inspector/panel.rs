@@ -308,6 +308,7 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
         ui.checkbox(&mut c.separate_regions, "LCP by contact region");
         ui.checkbox(&mut c.soft_contacts, "soft-soft contacts");
         ui.checkbox(&mut c.self_collision, "self-collision");
+        ui.checkbox(&mut c.edge_contacts, "edge-edge contacts");
         ui.checkbox(&mut c.interpolate, "interpolate drawing");
         ui.add(
             egui::Slider::new(&mut c.mprgp_tolerance, 1e-9..=1e-2)

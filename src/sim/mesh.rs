@@ -171,6 +171,10 @@ pub struct TetMesh {
     ring_starts: Vec<u32>,
     /// Surface neighbours (vertices sharing a boundary edge), sorted per vertex.
     ring: Vec<u32>,
+    /// Boundary edges `[a, b]` with `a < b`, sorted.
+    surface_edges: Vec<[u32; 2]>,
+    /// Per boundary edge: two boundary triangles that share it (indices into `surface`).
+    edge_triangles: Vec<[u32; 2]>,
     inv_rest_shape: Vec<Mat3>,
     rest_volumes: Vec<f64>,
     fixes: MeshFixes,
@@ -331,6 +335,7 @@ impl TetMesh {
         surface_vertices.sort_unstable();
         surface_vertices.dedup();
         let (ring_starts, ring) = surface_rings(rest_positions.len(), &surface);
+        let (surface_edges, edge_triangles) = edge_adjacency(&surface);
         Self {
             rest_positions,
             tets,
@@ -338,6 +343,8 @@ impl TetMesh {
             surface_vertices,
             ring_starts,
             ring,
+            surface_edges,
+            edge_triangles,
             inv_rest_shape,
             rest_volumes,
             fixes,
@@ -478,6 +485,27 @@ impl TetMesh {
         &self.ring[self.ring_starts[v] as usize..self.ring_starts[v + 1] as usize]
     }
 
+    /// The boundary edges `[a, b]` (`a < b`, sorted): each edge of [`TetMesh::surface_triangles`]
+    /// once.
+    pub fn surface_edges(&self) -> &[[u32; 2]] {
+        &self.surface_edges
+    }
+
+    /// Per boundary edge (same order as [`TetMesh::surface_edges`]): two boundary triangles
+    /// sharing it (the same one twice where only one does, on a non-manifold surface).
+    pub fn edge_triangles(&self) -> &[[u32; 2]] {
+        &self.edge_triangles
+    }
+
+    /// Whether two boundary edges are neighbours for a self-collision test: they share a vertex
+    /// or a boundary edge joins one's vertex to the other's.
+    pub fn are_near_edges(&self, e: &[u32; 2], f: &[u32; 2]) -> bool {
+        e.iter().any(|&v| {
+            let ring = self.surface_ring(v);
+            f.iter().any(|&c| c == v || ring.binary_search(&c).is_ok())
+        })
+    }
+
     /// Whether a self-collision test of vertex `v` against boundary triangle `t` is meaningless
     /// because they are neighbours: `v` is a corner of `t` or shares a boundary edge with one.
     pub fn is_near_triangle(&self, v: u32, t: &[u32; 3]) -> bool {
@@ -553,6 +581,35 @@ fn surface_rings(n: usize, surface: &[[u32; 3]]) -> (Vec<u32>, Vec<u32>) {
         starts[i + 1] += starts[i];
     }
     (starts, pairs.into_iter().map(|(_, b)| b).collect())
+}
+
+/// The boundary edges `[a, b]` (`a < b`, sorted) and, per edge, two triangles sharing it.
+fn edge_adjacency(surface: &[[u32; 3]]) -> (Vec<[u32; 2]>, Vec<[u32; 2]>) {
+    let mut sides: Vec<([u32; 2], u32)> = surface
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| {
+            (0..3).map(move |k| {
+                let (a, b) = (t[k], t[(k + 1) % 3]);
+                ([a.min(b), a.max(b)], i as u32)
+            })
+        })
+        .collect();
+    sides.sort_unstable();
+    let mut edges: Vec<[u32; 2]> = Vec::with_capacity(sides.len() / 2);
+    let mut triangles: Vec<[u32; 2]> = Vec::with_capacity(sides.len() / 2);
+    for (e, t) in sides {
+        if edges.last() == Some(&e) {
+            let last = triangles.len() - 1;
+            if triangles[last][0] == triangles[last][1] {
+                triangles[last][1] = t;
+            }
+        } else {
+            edges.push(e);
+            triangles.push([t, t]);
+        }
+    }
+    (edges, triangles)
 }
 
 /// Axis-aligned bounds `(min, max)` of points; `(+inf, -inf)` for none.
@@ -666,6 +723,45 @@ mod tests {
                 assert!(!cube.is_near_triangle(corner, tri));
             }
         }
+    }
+
+    #[test]
+    fn surface_edges_are_the_triangles_edges_once_each() {
+        let cube = TetMesh::cuboid(Vec3::repeat(1.0), 3);
+        let mut expected: Vec<[u32; 2]> = cube
+            .surface_triangles()
+            .iter()
+            .flat_map(|t| (0..3).map(move |k| [t[k].min(t[(k + 1) % 3]), t[k].max(t[(k + 1) % 3])]))
+            .collect();
+        expected.sort_unstable();
+        expected.dedup();
+        assert_eq!(cube.surface_edges(), &expected[..]);
+        // A closed surface: E = 3F / 2, each edge between two distinct triangles that have it.
+        assert_eq!(2 * expected.len(), 3 * cube.surface_triangles().len());
+        for (e, pair) in cube.surface_edges().iter().zip(cube.edge_triangles()) {
+            assert_ne!(pair[0], pair[1]);
+            for &t in pair {
+                assert!(
+                    e.iter()
+                        .all(|v| cube.surface_triangles()[t as usize].contains(v))
+                );
+            }
+        }
+        let [e, f] = [cube.surface_edges()[0], cube.surface_edges()[1]];
+        assert_eq!(e[0], f[0]);
+        assert!(cube.are_near_edges(&e, &f));
+        let far = cube
+            .surface_edges()
+            .iter()
+            .find(|g| {
+                g.iter().all(|&v| {
+                    (cube.rest_positions()[v as usize] - cube.rest_positions()[e[0] as usize])
+                        .norm()
+                        > 1.5
+                })
+            })
+            .unwrap();
+        assert!(!cube.are_near_edges(&e, far));
     }
 
     #[test]

@@ -20,17 +20,20 @@ use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace};
 
 use crate::sim::math::Vec3;
 
-/// The BVHs of one body: proxies and boundary triangles.
+/// The BVHs of one body: proxies, boundary triangles and boundary edges.
 #[derive(Default)]
 pub struct BodyBvh {
     proxies: Bvh,
     triangles: Bvh,
+    edges: Bvh,
     workspace: BvhWorkspace,
-    /// The leaf boxes, by proxy and by triangle.
+    /// The leaf boxes, by proxy, by triangle and by edge.
     proxy_boxes: Vec<Aabb>,
     triangle_boxes: Vec<Aabb>,
+    edge_boxes: Vec<Aabb>,
     proxy_count: usize,
     triangle_count: usize,
+    edge_count: usize,
 }
 
 impl std::fmt::Debug for BodyBvh {
@@ -38,6 +41,7 @@ impl std::fmt::Debug for BodyBvh {
         f.debug_struct("BodyBvh")
             .field("proxies", &self.proxy_count)
             .field("triangles", &self.triangle_count)
+            .field("edges", &self.edge_count)
             .finish()
     }
 }
@@ -121,6 +125,37 @@ impl BodyBvh {
         self.triangles.refit(&mut self.workspace);
     }
 
+    /// Fits the edge tree to a body's motion: each edge's box spans its two vertices in
+    /// `x_start` and `x_end`, grown by `margin / 2` (m), so two edges whose swept boxes come
+    /// within `margin` of each other are a candidate pair. Builds on the first call or when the
+    /// number of edges changed; refits otherwise.
+    pub fn update_edges(
+        &mut self,
+        x_start: &[Vec3],
+        x_end: &[Vec3],
+        edges: &[[u32; 2]],
+        margin: f64,
+    ) {
+        self.edge_boxes.clear();
+        self.edge_boxes.extend(edges.iter().map(|e| {
+            aabb_of(
+                e.iter()
+                    .map(|&v| x_start[v as usize])
+                    .chain(e.iter().map(|&v| x_end[v as usize])),
+                0.5 * margin,
+            )
+        }));
+        if edges.len() != self.edge_count {
+            self.edges = Bvh::from_leaves(BvhBuildStrategy::default(), &self.edge_boxes);
+            self.edge_count = edges.len();
+            return;
+        }
+        for (i, b) in self.edge_boxes.iter().enumerate() {
+            self.edges.insert_or_update_partially(*b, i as u32, 0.0);
+        }
+        self.edges.refit(&mut self.workspace);
+    }
+
     /// Whether the root boxes of `self`'s proxies and `other`'s triangles overlap (a cheap
     /// body-level test before [`candidate_pairs`]).
     pub fn may_touch(&self, other: &BodyBvh) -> bool {
@@ -166,6 +201,28 @@ pub fn candidate_pairs(a: &BodyBvh, b: &BodyBvh, out: &mut Vec<(u32, u32)>) {
         a.proxies
             .leaf_pairs(&b.triangles, |n1, n2| n1.intersects(n2))
             .filter(|&(p, t)| overlap(&a.proxy_boxes[p as usize], &b.triangle_boxes[t as usize])),
+    );
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// Every (edge of `a`, edge of `b`) pair whose boxes overlap, sorted, appended to `out`
+/// (cleared first). For the same body twice (self-collision) each unordered pair of distinct
+/// edges comes once, as `(i, j)` with `i < j`.
+pub fn candidate_edge_pairs(a: &BodyBvh, b: &BodyBvh, out: &mut Vec<(u32, u32)>) {
+    out.clear();
+    if a.edge_count == 0 || b.edge_count == 0 {
+        return;
+    }
+    if !overlap(&a.edges.root_aabb(), &b.edges.root_aabb()) {
+        return;
+    }
+    let same = std::ptr::eq(a, b);
+    out.extend(
+        a.edges
+            .leaf_pairs(&b.edges, |n1, n2| n1.intersects(n2))
+            .filter(|&(i, j)| !same || i < j)
+            .filter(|&(i, j)| overlap(&a.edge_boxes[i as usize], &b.edge_boxes[j as usize])),
     );
     out.sort_unstable();
     out.dedup();
@@ -257,5 +314,54 @@ mod tests {
         assert!(pairs.is_empty());
         candidate_pairs(&body, &empty, &mut pairs);
         assert!(pairs.is_empty());
+    }
+
+    #[test]
+    fn edge_pairs_match_brute_force_across_and_within_bodies() {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for scene in 0..8 {
+            let n = 30 + 15 * scene;
+            let start: Vec<Vec3> = (0..n).map(|_| point(&mut rng, 2.0)).collect();
+            let end: Vec<Vec3> = start.iter().map(|p| p + point(&mut rng, 0.2)).collect();
+            let edges: Vec<[u32; 2]> = (0..n as u32)
+                .map(|a| [a, (a + 1 + (rng.unit() * 4.0) as u32) % n as u32])
+                .collect();
+            let mut other: Vec<Vec3> = start.iter().map(|p| p + point(&mut rng, 0.5)).collect();
+            let margin = 0.04;
+            let (mut a, mut b) = (BodyBvh::default(), BodyBvh::default());
+            for step in 0..2 {
+                a.update_edges(&start, &end, &edges, margin);
+                b.update_edges(&other, &other, &edges, margin);
+                let boxes = |x0: &[Vec3], x1: &[Vec3]| -> Vec<Aabb> {
+                    edges
+                        .iter()
+                        .map(|e| {
+                            let ends = e.iter().flat_map(|&v| [x0[v as usize], x1[v as usize]]);
+                            aabb_of(ends, 0.5 * margin)
+                        })
+                        .collect()
+                };
+                let (ba, bb) = (boxes(&start, &end), boxes(&other, &other));
+                let mut pairs = Vec::new();
+                candidate_edge_pairs(&a, &b, &mut pairs);
+                let mut expected = Vec::new();
+                let mut within = Vec::new();
+                for i in 0..n {
+                    for j in 0..n {
+                        if overlap(&ba[i], &bb[j]) {
+                            expected.push((i as u32, j as u32));
+                        }
+                        if i < j && overlap(&ba[i], &ba[j]) {
+                            within.push((i as u32, j as u32));
+                        }
+                    }
+                }
+                assert_eq!(pairs, expected, "scene {scene}, step {step}");
+                candidate_edge_pairs(&a, &a, &mut pairs);
+                assert_eq!(pairs, within, "scene {scene}, step {step} (self)");
+                // Deform the other body: the next pass refits its tree.
+                other.iter_mut().for_each(|p| *p += point(&mut rng, 0.3));
+            }
+        }
     }
 }

@@ -61,6 +61,13 @@ pub enum RowSource {
         /// The triangle's body.
         triangle_body: u32,
     },
+    /// An edge of one soft body against an edge of another (or the same) body.
+    Edge {
+        /// The first edge's body.
+        body_a: u32,
+        /// The second edge's body.
+        body_b: u32,
+    },
 }
 
 /// What a row asks besides its terms.

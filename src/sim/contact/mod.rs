@@ -4,11 +4,12 @@
 //! 2. [`narrowphase`]: every collision proxy of a body (surface vertices by default) against the
 //!    obstacles whose bounds it may touch: speculatively from the start of the step along the
 //!    predicted motion, then re-checked at the iterates.
-//! 3. [`broadphase`]: per-body parry3d BVHs over surface vertices and boundary triangles,
+//! 3. [`broadphase`]: per-body parry3d BVHs over surface vertices, boundary triangles and edges,
 //!    refitted each step over the step's motion, giving sorted (vertex, triangle) candidate pairs
 //!    between bodies and within one; [`soft`]: those pairs as point-triangle contacts
 //!    ([`point_triangle`], eq. (8)), speculative like the obstacle ones, with the one-ring skip
-//!    for self-collision.
+//!    for self-collision; [`edge_edge`]: boundary edges crossing each other between their
+//!    vertices, from the same BVHs' edge trees.
 //! 4. [`constraints`]: contacts become rows `J x >= c`; *collision decoupling* keeps rows
 //!    vertex-disjoint, deepest first, so `J J'` is (block) diagonal (section 5 of
 //!    `mprgp-collision-qp.txt` picks at random; we pick the deepest so the most dangerous
@@ -23,15 +24,19 @@
 
 pub mod broadphase;
 pub mod constraints;
+pub mod edge_edge;
 pub mod lcp;
 pub mod narrowphase;
 pub mod obstacle;
 pub mod point_triangle;
 pub mod regions;
 pub mod soft;
+#[cfg(test)]
+mod test_body;
 
-pub use broadphase::{BodyBvh, candidate_pairs};
+pub use broadphase::{BodyBvh, candidate_edge_pairs, candidate_pairs};
 pub use constraints::{RowDecoupler, RowSource, RowSpec, RowTerm};
+pub use edge_edge::{EdgeContact, detect_edge_contacts, edge_closest_parameters, fit_edge_bvh};
 pub use lcp::{ContactLcp, FrictionModel, LcpContact, LcpSettings, LcpStats};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};

@@ -205,50 +205,7 @@ mod tests {
     use super::*;
     use crate::sim::test_rng::Rng;
 
-    struct Body {
-        mesh: TetMesh,
-        start: Vec<Vec3>,
-        end: Vec<Vec3>,
-        bvh: BodyBvh,
-    }
-
-    impl Body {
-        fn new(mesh: TetMesh, offset: Vec3, motion: Vec3) -> Self {
-            let start: Vec<Vec3> = mesh.rest_positions().iter().map(|p| p + offset).collect();
-            let end = start.iter().map(|p| p + motion).collect();
-            let mut body = Self {
-                mesh,
-                start,
-                end,
-                bvh: BodyBvh::default(),
-            };
-            body.fit(0.01);
-            body
-        }
-
-        fn fit(&mut self, margin: f64) {
-            let mut scratch = Vec::new();
-            fit_surface_bvh(
-                &mut self.bvh,
-                &self.mesh,
-                &self.start,
-                &self.end,
-                margin,
-                &mut scratch,
-            );
-        }
-
-        fn surface(&self, body: u32) -> SoftSurface<'_> {
-            SoftSurface {
-                body,
-                mesh: &self.mesh,
-                x_start: &self.start,
-                x_end: &self.end,
-                x_reference: &self.start,
-                bvh: &self.bvh,
-            }
-        }
-    }
+    use crate::sim::contact::test_body::MovingBody as Body;
 
     #[test]
     fn a_falling_cube_gets_one_contact_per_bottom_vertex_with_the_plane_it_falls_onto() {
@@ -422,13 +379,7 @@ mod tests {
             .iter()
             .map(|p| fold(p, 0.01))
             .collect();
-        let mut folded = Body {
-            end,
-            start,
-            mesh,
-            bvh: BodyBvh::default(),
-        };
-        folded.fit(0.01);
+        let folded = Body::from_positions(mesh, start, end);
         out.clear();
         detect_soft_contacts(
             &folded.surface(0),

@@ -58,6 +58,11 @@ pub struct WorldSettings {
     /// Whether a body collides with itself (a bar bent onto itself, a folded sheet); costs a
     /// self-test of every body's surface each iteration. Default: false.
     pub self_collision: bool,
+    /// Whether contacts between two soft bodies include edge-edge pairs besides the
+    /// vertex-triangle ones: convex creases crossing between their vertices, as where a cube's
+    /// overhanging edge rests across the edge of the cube below
+    /// ([`crate::sim::contact::edge_edge`]). Not used within one body. Default: true.
+    pub edge_contacts: bool,
     /// Separation (m) kept between touching soft surfaces, so that they never share a plane.
     /// Default: 5e-4.
     pub soft_contact_skin: f64,
@@ -88,6 +93,7 @@ impl Default for WorldSettings {
             runaway_energy_factor: 1000.0,
             soft_contacts: true,
             self_collision: false,
+            edge_contacts: true,
             soft_contact_skin: 5e-4,
             soft_depth_limit: 0.05,
             restitution_threshold: 0.5,

@@ -65,8 +65,8 @@ impl Island {
                         self.inverse_mass(*body),
                     )
                 }
-                IslandContact::Soft(c) => {
-                    let (a, b) = (c.vertex_body, c.triangle_body);
+                IslandContact::Soft(_) | IslandContact::Edge(_) => {
+                    let (a, b) = contact.soft_bodies().unwrap_or_default();
                     let inv = if a == b {
                         0.0
                     } else {

@@ -15,7 +15,10 @@
 //! the corner alone; the vertex's share of the row's force is applied to it as a force in the
 //! next iteration's QP (a lagged reaction), so contact forces stay equal and opposite. A vertex
 //! of a frozen body (or a pinned vertex) is a fixed term of the right-hand side: a frozen body is
-//! an immovable obstacle for the others.
+//! an immovable obstacle for the others. An edge-edge row pairs one free end of each edge and
+//! never holds; edge rows that are not violated come after all other rows, so they only use
+//! vertices that no vertex row needs, and are frictionless (the vertex contacts around a crossing
+//! carry its friction).
 //!
 //! Friction is a force of the same QP, iterated with the PD iterations
 //! ([`Island::update_friction`]); restitution a rebound force applied after them
@@ -30,8 +33,8 @@ use super::WorldSettings;
 use super::body::SoftBody;
 use super::report::FreezeReason;
 use crate::sim::contact::{
-    Contact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact, SoftSurface,
-    detect_contacts, detect_soft_contacts,
+    Contact, EdgeContact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
+    SoftSurface, detect_contacts, detect_soft_contacts,
 };
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
@@ -53,7 +56,14 @@ pub(crate) enum IslandContact {
     },
     /// A surface vertex against a triangle (world body indices inside).
     Soft(SoftContact),
+    /// A boundary edge against a boundary edge (world body indices inside).
+    Edge(EdgeContact),
 }
+
+/// The gap (m) an edge-edge row keeps, as a share of the vertex-triangle skin: smaller, so
+/// that where faces rest on faces (every edge pair within the skin) the vertex rows come first
+/// in the decoupler's deepest-first order and the edge rows only bind where edges cross.
+pub(crate) const EDGE_SKIN_SHARE: f64 = 0.5;
 
 /// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
 /// constrains (positive on the side the normal points to).
@@ -82,8 +92,23 @@ impl IslandContact {
                     push(c.triangle_body, c.triangle_vertices[k], -c.weights[k]);
                 }
             }
+            IslandContact::Edge(c) => {
+                for (b, v, w) in c.terms() {
+                    push(b, v, w);
+                }
+            }
         }
         out
+    }
+
+    /// The two bodies of a soft contact (the positive side's first), or `None` for an obstacle
+    /// contact.
+    pub fn soft_bodies(&self) -> Option<(u32, u32)> {
+        match self {
+            IslandContact::Obstacle { .. } => None,
+            IslandContact::Soft(c) => Some((c.vertex_body, c.triangle_body)),
+            IslandContact::Edge(c) => Some((c.body_a, c.body_b)),
+        }
     }
 
     /// The contact normal (unit).
@@ -91,11 +116,13 @@ impl IslandContact {
         match self {
             IslandContact::Obstacle { contact, .. } => contact.normal,
             IslandContact::Soft(c) => c.normal,
+            IslandContact::Edge(c) => c.normal,
         }
     }
 
     /// The body and vertex that carry the contact on its positive side (the proxy's heaviest
-    /// vertex, or the surface vertex): where its friction is remembered between steps.
+    /// vertex, the surface vertex, or the first edge's nearer end): where its friction is
+    /// remembered between steps.
     pub fn primary(&self, bodies: &[SoftBody]) -> (u32, u32) {
         match self {
             IslandContact::Obstacle { body, contact } => {
@@ -106,6 +133,7 @@ impl IslandContact {
                 (*body, proxy.vertices[k])
             }
             IslandContact::Soft(c) => (c.vertex_body, c.vertex),
+            IslandContact::Edge(c) => (c.body_a, c.edge_a[usize::from(c.s > 0.5)]),
         }
     }
 
@@ -120,6 +148,16 @@ impl IslandContact {
                 .material
                 .surface()
                 .combine(&bodies[c.triangle_body as usize].material.surface()),
+            // Edge rows are frictionless: they meet where two creases cross, between vertices
+            // whose own contacts carry the friction, and an edge row's friction remembered at
+            // one of those vertices would be counted twice.
+            IslandContact::Edge(c) => {
+                let (_, e) = bodies[c.body_a as usize]
+                    .material
+                    .surface()
+                    .combine(&bodies[c.body_b as usize].material.surface());
+                (0.0, e)
+            }
         }
     }
 }
@@ -261,6 +299,7 @@ impl Island {
         bodies: &[SoftBody],
         obstacles: &[Obstacle],
         soft: impl Iterator<Item = SoftContact>,
+        edges: impl Iterator<Item = EdgeContact>,
         settings: &WorldSettings,
     ) {
         self.unknowns = self
@@ -291,6 +330,7 @@ impl Island {
             );
         }
         self.contacts.extend(soft.map(IslandContact::Soft));
+        self.contacts.extend(edges.map(IslandContact::Edge));
         self.lambda.clear();
         self.restitution.clear();
         self.approach.clear();
@@ -365,6 +405,10 @@ impl Island {
                     &bodies[c.triangle_body as usize].x,
                 )
             }
+            IslandContact::Edge(c) => {
+                EDGE_SKIN_SHARE * skin
+                    - c.gap(&bodies[c.body_a as usize].x, &bodies[c.body_b as usize].x)
+            }
         }
     }
 
@@ -378,8 +422,19 @@ impl Island {
             let v = self.violation(i, bodies, skin);
             self.order.push((v, i as u32));
         }
-        self.order
-            .sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Deepest first, except that edge rows not violated come after every other row: they
+        // only take vertices no vertex row needs. A violated edge row (two creases about to
+        // cross) competes by its depth like any other.
+        let contacts = &self.contacts;
+        let last = |(v, i): (f64, u32)| {
+            matches!(contacts[i as usize], IslandContact::Edge(_)) && !(v > 0.0)
+        };
+        self.order.sort_unstable_by(|a, b| {
+            last(*a)
+                .cmp(&last(*b))
+                .then(b.0.total_cmp(&a.0))
+                .then(a.1.cmp(&b.1))
+        });
         self.decoupler.reset(self.unknowns);
         self.rows.clear();
         self.row_contact.clear();
@@ -478,6 +533,56 @@ impl Island {
                         // bodies the lagged forces fed back and blew the pile apart.
                         None => continue,
                     }
+                }
+                IslandContact::Edge(c) => {
+                    // Like a vertex-triangle row: one end of each edge carries the edge's
+                    // closest point (the nearer end if it is free), and the other end's share is
+                    // an offset on the right-hand side, refreshed every PD iteration. Both ends
+                    // are taken exclusively; where an edge has no free end the row waits for
+                    // the next iteration. Holding a taken end, as vertex rows do, was tried: the
+                    // lagged reactions at vertices shared with vertex rows jolted a stack of
+                    // cubes sideways on landing.
+                    let free_end = |b: u32, e: [u32; 2], u: f64| {
+                        let nearer = usize::from(u > 0.5);
+                        [nearer, 1 - nearer].into_iter().find_map(|k| {
+                            let d = layout.unknown(id, bodies, b as usize, e[k] as usize)?;
+                            self.decoupler.is_free(d).then_some((k, d))
+                        })
+                    };
+                    let (Some((ka, da)), Some((kb, db))) = (
+                        free_end(c.body_a, c.edge_a, c.s),
+                        free_end(c.body_b, c.edge_b, c.t),
+                    ) else {
+                        continue;
+                    };
+                    let (xa, xb) = (&bodies[c.body_a as usize].x, &bodies[c.body_b as usize].x);
+                    let (pa, pb) = (xa[c.edge_a[ka] as usize], xb[c.edge_b[kb] as usize]);
+                    let n = c.normal;
+                    terms[0] = RowTerm {
+                        unknown: Some(da),
+                        coeff: n,
+                        x: pa,
+                        held: false,
+                    };
+                    terms[1] = RowTerm {
+                        unknown: Some(db),
+                        coeff: -n,
+                        x: pb,
+                        held: false,
+                    };
+                    // `n . (q_a - q_b) >= target` for the edge points `q`, with the chosen ends
+                    // `p` as unknowns: `n . (p_a - p_b) >= target + n . ((q_b - p_b) - (q_a - p_a))`.
+                    let offset = n.dot(&((c.point_b(xb) - pb) - (c.point_a(xa) - pa)));
+                    (
+                        2,
+                        EDGE_SKIN_SHARE * skin + offset,
+                        n,
+                        RowSource::Edge {
+                            body_a: c.body_a,
+                            body_b: c.body_b,
+                        },
+                        false,
+                    )
                 }
             };
             let spec = RowSpec {

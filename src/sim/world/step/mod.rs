@@ -3,7 +3,8 @@
 //! 1. **Predict** (per body, parallel): `y = x + h v + h^2 g`, speculative obstacle contacts
 //!    along the predicted motion, the surface BVHs fitted over the motion.
 //! 2. **Detect soft contacts** (world): every pair of bodies whose BVHs overlap, and each body
-//!    with itself when self-collision is on ([`crate::sim::contact::soft`]).
+//!    with itself when self-collision is on ([`crate::sim::contact::soft`]); edge-edge contacts
+//!    between creases of two bodies ([`crate::sim::contact::edge_edge`]).
 //! 3. **Islands**: bodies linked by soft contacts share one QP ([`super::island`]).
 //! 4. **PD iterations**: local steps and prefactored solves per body (parallel); the
 //!    constrained global step per island by MPRGP (parallel); re-detection at the iterate.
@@ -33,8 +34,8 @@ use super::body::SoftBody;
 use super::island::{Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use crate::sim::contact::{
-    ContactLcp, LcpStats, Obstacle, SoftContact, SoftSurface, detect_contacts_swept,
-    detect_soft_contacts, fit_surface_bvh,
+    ContactLcp, EdgeContact, LcpStats, Obstacle, SoftContact, SoftSurface, detect_contacts_swept,
+    detect_edge_contacts, detect_soft_contacts, fit_edge_bvh, fit_surface_bvh,
 };
 use crate::sim::math::{Mat3, Vec3, all_finite};
 
@@ -51,6 +52,7 @@ pub(crate) struct StepState {
     island_size: Vec<u32>,
     parent: Vec<u32>,
     soft_contacts: Vec<SoftContact>,
+    edge_contacts: Vec<EdgeContact>,
     pairs: Vec<(u32, u32)>,
     failures: Vec<Option<FreezeReason>>,
     /// Per island: the rebound velocity its contacts lack, then the scale of its response.
@@ -100,8 +102,9 @@ pub(crate) fn substep(
         detect_soft(bodies, settings, st);
     } else {
         st.soft_contacts.clear();
+        st.edge_contacts.clear();
     }
-    summary.soft_contacts = st.soft_contacts.len();
+    summary.soft_contacts = st.soft_contacts.len() + st.edge_contacts.len();
     form_islands(bodies, obstacles, settings, st);
     summary.islands = st.island_count;
     summary.largest_island = st.island_size.iter().copied().max().unwrap_or(0) as usize;
@@ -149,6 +152,15 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
                 settings.contact_margin,
                 &mut ws.bvh_points,
             );
+            if settings.edge_contacts {
+                fit_edge_bvh(
+                    &mut ws.bvh,
+                    &body.mesh,
+                    &body.x,
+                    &body.x,
+                    settings.contact_margin,
+                );
+            }
         }
         return;
     }
@@ -225,6 +237,15 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
             settings.contact_margin,
             &mut ws.bvh_points,
         );
+        if settings.edge_contacts {
+            fit_edge_bvh(
+                &mut ws.bvh,
+                mesh,
+                &ws.x_start,
+                &ws.y,
+                settings.contact_margin,
+            );
+        }
     }
     stats.timings.detect += t.elapsed();
 }
@@ -246,9 +267,12 @@ fn swept_surface(i: usize, body: &SoftBody) -> SoftSurface<'_> {
     }
 }
 
-/// Phase 2: soft contacts between every pair of bodies (and within each, for self-collision).
+/// Phase 2: soft contacts between every pair of bodies (and within each, for self-collision):
+/// vertex-triangle both ways, and edge-edge once per pair of distinct bodies (within one body
+/// they made a bar pressed onto itself cross more, not less: see the closing note of issue 4).
 fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState) {
     st.soft_contacts.clear();
+    st.edge_contacts.clear();
     for (a, ba) in bodies.iter().enumerate() {
         for (b, bb) in bodies.iter().enumerate() {
             let (fa, fb) = (ba.frozen.is_some(), bb.frozen.is_some());
@@ -263,6 +287,15 @@ fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState
                 &mut st.pairs,
                 &mut st.soft_contacts,
             );
+            if settings.edge_contacts && a < b {
+                detect_edge_contacts(
+                    &swept_surface(a, ba),
+                    &swept_surface(b, bb),
+                    settings.contact_margin,
+                    &mut st.pairs,
+                    &mut st.edge_contacts,
+                );
+            }
         }
     }
 }
@@ -285,8 +318,12 @@ fn form_islands(
     let n = bodies.len();
     st.parent.clear();
     st.parent.extend(0..n as u32);
-    for c in &st.soft_contacts {
-        let (a, b) = (c.vertex_body, c.triangle_body);
+    let links = st
+        .soft_contacts
+        .iter()
+        .map(|c| (c.vertex_body, c.triangle_body));
+    let edge_links = st.edge_contacts.iter().map(|c| (c.body_a, c.body_b));
+    for (a, b) in links.chain(edge_links) {
         if bodies[a as usize].frozen.is_none() && bodies[b as usize].frozen.is_none() {
             let (ra, rb) = (find(&mut st.parent, a), find(&mut st.parent, b));
             if ra != rb {
@@ -330,14 +367,24 @@ fn form_islands(
     st.failures.resize(count, None);
     for id in 0..count {
         let island_of = &st.island_of;
-        let soft = st.soft_contacts.iter().copied().filter(|c| {
-            let owner = match island_of[c.vertex_body as usize] {
-                NO_ISLAND => island_of[c.triangle_body as usize],
+        let owned = |a: u32, b: u32| {
+            let owner = match island_of[a as usize] {
+                NO_ISLAND => island_of[b as usize],
                 i => i,
             };
             owner == id as u32
-        });
-        st.islands[id].begin(bodies, obstacles, soft, settings);
+        };
+        let soft = st
+            .soft_contacts
+            .iter()
+            .copied()
+            .filter(|c| owned(c.vertex_body, c.triangle_body));
+        let edges = st
+            .edge_contacts
+            .iter()
+            .copied()
+            .filter(|c| owned(c.body_a, c.body_b));
+        st.islands[id].begin(bodies, obstacles, soft, edges, settings);
     }
 }
 
@@ -496,6 +543,9 @@ fn soft_penetration(bodies: &[SoftBody], st: &StepState) -> f64 {
                 &bodies[s.vertex_body as usize].x,
                 &bodies[s.triangle_body as usize].x,
             )),
+            IslandContact::Edge(e) => {
+                Some(-e.gap(&bodies[e.body_a as usize].x, &bodies[e.body_b as usize].x))
+            }
             IslandContact::Obstacle { .. } => None,
         })
         .fold(0.0, f64::max)

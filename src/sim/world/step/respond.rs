@@ -3,7 +3,7 @@
 
 use super::super::WorldSettings;
 use super::super::body::SoftBody;
-use super::super::island::{IslandContact, Layout, NO_ISLAND};
+use super::super::island::{EDGE_SKIN_SHARE, IslandContact, Layout, NO_ISLAND};
 use super::StepState;
 use crate::sim::contact::{LcpContact, LcpStats, Obstacle};
 use crate::sim::math::Vec3;
@@ -172,6 +172,10 @@ pub(super) fn respond(
                 IslandContact::Soft(s) => {
                     gap -= skin;
                     (bodies[s.vertex_body as usize].x[s.vertex as usize], None)
+                }
+                IslandContact::Edge(e) => {
+                    gap -= EDGE_SKIN_SHARE * skin;
+                    (e.point_a(&bodies[e.body_a as usize].x), None)
                 }
             };
             if !(lambda > 0.0 || gap < TOUCHING_GAP) {

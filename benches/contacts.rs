@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bevy_deformable::sim::contact::{
-    BodyBvh, ContactLcp, LcpSettings, SoftSurface, detect_soft_contacts, fit_surface_bvh,
+    BodyBvh, ContactLcp, LcpSettings, SoftSurface, detect_edge_contacts, detect_soft_contacts,
+    fit_edge_bvh, fit_surface_bvh,
 };
 use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
 
@@ -140,8 +141,10 @@ fn dynamic_skittles() -> Vec<ContactLcp> {
     problems
 }
 
-/// Broadphase plus narrowphase (ms) of two deformed spheres of `resolution` per step.
-fn broadphase(resolution: usize) -> (usize, f64) {
+/// Broadphase plus narrowphase (ms) of two deformed spheres of `resolution` per step: the
+/// vertex and triangle trees refitted, vertex-triangle contacts both ways, and with `edges` the
+/// edge trees refitted and edge-edge contacts found too (`WorldSettings::edge_contacts`).
+fn broadphase(resolution: usize, edges_on: bool) -> (usize, f64) {
     let mesh = TetMesh::sphere(0.3, resolution);
     let a: Vec<Vec3> = mesh
         .rest_positions()
@@ -155,11 +158,17 @@ fn broadphase(resolution: usize) -> (usize, f64) {
         .collect();
     let moved_a: Vec<Vec3> = a.iter().map(|p| p + Vec3::new(0.0, 0.01, 0.0)).collect();
     let (mut bvh_a, mut bvh_b) = (BodyBvh::default(), BodyBvh::default());
-    let (mut scratch, mut pairs, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut scratch, mut pairs, mut out, mut edges) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut run = || {
         fit_surface_bvh(&mut bvh_a, &mesh, &a, &moved_a, 0.01, &mut scratch);
         fit_surface_bvh(&mut bvh_b, &mesh, &b, &b, 0.01, &mut scratch);
+        if edges_on {
+            fit_edge_bvh(&mut bvh_a, &mesh, &a, &moved_a, 0.01);
+            fit_edge_bvh(&mut bvh_b, &mesh, &b, &b, 0.01);
+        }
         out.clear();
+        edges.clear();
         let sa = SoftSurface {
             body: 0,
             mesh: &mesh,
@@ -178,6 +187,9 @@ fn broadphase(resolution: usize) -> (usize, f64) {
         };
         detect_soft_contacts(&sa, &sb, 0.01, 0.05, &mut pairs, &mut out);
         detect_soft_contacts(&sb, &sa, 0.01, 0.05, &mut pairs, &mut out);
+        if edges_on {
+            detect_edge_contacts(&sa, &sb, 0.01, &mut pairs, &mut edges);
+        }
     };
     run();
     let repeats = 50;
@@ -236,12 +248,13 @@ fn main() {
     );
 
     println!("\nsoft-soft broadphase + narrowphase per step (two spheres, both directions)");
-    println!("| surface triangles | ms |");
-    println!("| ---: | ---: |");
+    println!("| surface triangles | ms | ms with edge-edge contacts |");
+    println!("| ---: | ---: | ---: |");
     let mut rows = Vec::new();
     for res in [4, 8, 12, 16] {
-        let (triangles, ms) = broadphase(res);
-        println!("| {triangles} | {ms:.3} |");
+        let (triangles, ms) = broadphase(res, false);
+        let (_, ms_edges) = broadphase(res, true);
+        println!("| {triangles} | {ms:.3} | {ms_edges:.3} |");
         rows.push((triangles, ms));
     }
 

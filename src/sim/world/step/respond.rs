@@ -174,6 +174,14 @@ pub(super) fn respond(
                     (bodies[s.vertex_body as usize].x[s.vertex as usize], None)
                 }
                 IslandContact::Edge(e) => {
+                    // A pair that crossed anyway by more than the skin (it had no row in the
+                    // last iterations) is stale: its frozen normal may now oppose the vertex
+                    // contacts of the same crease, and two opposed contacts that both approach
+                    // make the LCP infeasible (with such pairs in, a pile of twenty bodies blew
+                    // up on landing).
+                    if gap < -skin {
+                        continue;
+                    }
                     gap -= EDGE_SKIN_SHARE * skin;
                     (e.point_a(&bodies[e.body_a as usize].x), None)
                 }

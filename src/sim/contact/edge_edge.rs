@@ -4,10 +4,10 @@
 //! Point-triangle contacts ([`super::soft`]) keep every surface *vertex* out of the other
 //! surface, but two surfaces can still cross with no vertex inside the other: a cube's edge
 //! pressed across the edge of another cube's face, or a face draped over a corner, where an
-//! edge passes through a face between its vertices. The edge-edge constraint is the optional
-//! second kind of row of `mprgp-collision-qp.txt` (section 4, next to eq. (8)): with the closest
-//! points `p = (1 - s) a0 + s a1` and `q = (1 - t) b0 + t b1` of the two edges and the unit
-//! direction `n` from `q` to `p`, all frozen at detection,
+//! edge passes through a face between its vertices. `mprgp-collision-qp.txt` has only the
+//! point-triangle row (eq. (8)); the edge-edge row here is its analogue for two edges, built the
+//! same way: with the closest points `p = (1 - s) a0 + s a1` and `q = (1 - t) b0 + t b1` of the
+//! two edges and the unit direction `n` from `q` to `p`, all frozen at detection,
 //!
 //! `n' ((1 - s) a0 + s a1 - (1 - t) b0 - t b1) >= 0`,
 //!
@@ -24,6 +24,9 @@
 //! lie in both edges' normal cones (the directions between each edge's two face normals): a
 //! face resting on a face gets no edge rows competing with its vertex rows, and an edge already
 //! inside the other body is not held there.
+//!
+//! The world uses these contacts only between two different bodies, and only when
+//! `WorldSettings::edge_contacts` is on (off by default: see its docs).
 
 use super::broadphase::{BodyBvh, candidate_edge_pairs};
 use super::soft::SoftSurface;

@@ -34,10 +34,12 @@ use super::body::SoftBody;
 use super::island::{Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use crate::sim::contact::{
-    ContactLcp, EdgeContact, LcpStats, Obstacle, SoftContact, SoftSurface, detect_contacts_swept,
-    detect_edge_contacts, detect_soft_contacts, fit_edge_bvh, fit_surface_bvh,
+    BodyBvh, ContactLcp, EdgeContact, LcpStats, Obstacle, SoftContact, SoftSurface,
+    detect_contacts_swept, detect_edge_contacts, detect_soft_contacts, fit_edge_bvh,
+    fit_surface_bvh,
 };
 use crate::sim::math::{Mat3, Vec3, all_finite};
+use crate::sim::mesh::TetMesh;
 
 /// Extra PD iterations allowed when the last iteration found new penetrations.
 const EXTRA_ITERATIONS: usize = 2;
@@ -144,23 +146,14 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         // A frozen body stays where it is: others collide with it as with an obstacle.
         if settings.soft_contacts {
             let ws = &mut body.ws;
-            fit_surface_bvh(
+            fit_soft_trees(
                 &mut ws.bvh,
+                &mut ws.bvh_points,
                 &body.mesh,
                 &body.x,
                 &body.x,
-                settings.contact_margin,
-                &mut ws.bvh_points,
+                settings,
             );
-            if settings.edge_contacts {
-                fit_edge_bvh(
-                    &mut ws.bvh,
-                    &body.mesh,
-                    &body.x,
-                    &body.x,
-                    settings.contact_margin,
-                );
-            }
         }
         return;
     }
@@ -229,25 +222,32 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         &mut ws.contacts,
     );
     if settings.soft_contacts {
-        fit_surface_bvh(
+        fit_soft_trees(
             &mut ws.bvh,
+            &mut ws.bvh_points,
             mesh,
             &ws.x_start,
             &ws.y,
-            settings.contact_margin,
-            &mut ws.bvh_points,
+            settings,
         );
-        if settings.edge_contacts {
-            fit_edge_bvh(
-                &mut ws.bvh,
-                mesh,
-                &ws.x_start,
-                &ws.y,
-                settings.contact_margin,
-            );
-        }
     }
     stats.timings.detect += t.elapsed();
+}
+
+/// Fits a body's soft-contact trees to its motion from `start` to `end` (m): vertices and
+/// triangles, and edges when edge-edge contacts are on. `scratch` is reused.
+fn fit_soft_trees(
+    bvh: &mut BodyBvh,
+    scratch: &mut Vec<Vec3>,
+    mesh: &TetMesh,
+    start: &[Vec3],
+    end: &[Vec3],
+    settings: &WorldSettings,
+) {
+    fit_surface_bvh(bvh, mesh, start, end, settings.contact_margin, scratch);
+    if settings.edge_contacts {
+        fit_edge_bvh(bvh, mesh, start, end, settings.contact_margin);
+    }
 }
 
 /// The surface of body `i` over this step's motion (a frozen body does not move).

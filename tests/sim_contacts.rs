@@ -516,8 +516,6 @@ fn a_block_slides_on_a_soft_slab_when_tan_angle_exceeds_mu() {
 }
 
 #[test]
-#[ignore = "known gap: on a soft slab under a 30-degree slope a block with mu 0.8 creeps about \
-            7 mm/s (a block on an obstacle holds); see the closing note of issue 4"]
 fn a_block_holds_on_a_soft_slab_when_tan_angle_is_below_mu() {
     let holds = slide_on_soft_slab(0.8);
     assert!(holds.abs() < 2e-3, "slid {holds} m with mu 0.8");

@@ -87,10 +87,18 @@ fn dropped_cube_rests_on_the_floor_without_sinking_and_loses_energy() {
         );
         ke.push(world.kinetic_energy(body).unwrap());
     }
-    // At rest: kinetic energy tiny and decaying over the last second.
+    // At rest: kinetic energy tiny and decaying over the last second. The resting cube still
+    // rings in its bounce mode, trading kinetic for elastic energy every few steps, so what
+    // decays is the peak kinetic energy of a third of a second, not every sample.
     let last = ke[ke.len() - 1];
     assert!(last < 1e-4, "still moving: {last} J");
-    assert!(ke[ke.len() - 1] <= ke[ke.len() - 60] + 1e-9);
+    let peak = |from: usize| ke[from..from + 20].iter().copied().fold(0.0, f64::max);
+    assert!(
+        peak(ke.len() - 20) < peak(ke.len() - 80),
+        "kinetic energy peaks at {} J after peaking at {} J a second earlier",
+        peak(ke.len() - 20),
+        peak(ke.len() - 80)
+    );
     let c = centroid(world.positions(body).unwrap());
     assert!(
         (c.y - size / 2.0).abs() < 0.05 * size,

@@ -48,9 +48,6 @@ pub(crate) struct Workspace {
     pub bvh_points: Vec<Vec3>,
     /// Obstacles touched at the end of the last step (indices, sorted, unique).
     pub touching: Vec<u32>,
-    /// Per vertex: the friction force (N) of the contacts it carried in the last step, to start
-    /// the next step's friction iteration from.
-    pub friction: Vec<Vec3>,
 }
 
 /// A soft body in a [`super::SoftWorld`].

@@ -177,7 +177,6 @@ impl SoftWorld {
         b.ws.frames
             .iter_mut()
             .for_each(|f| *f = crate::sim::math::Mat3::identity());
-        b.ws.friction.iter_mut().for_each(|f| *f = Vec3::zeros());
         Ok(())
     }
 

@@ -8,21 +8,93 @@ use crate::sim::math::Vec3;
 use crate::sim::world::WorldSettings;
 use crate::sim::world::body::SoftBody;
 
+/// The contacts between one pair of bodies, or between a body and an obstacle, in one friction
+/// update.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FrictionGroup {
+    /// `(body, other body)` with the smaller index first, or `(body, u32::MAX - obstacle)`.
+    key: (u32, u32),
+    /// Sum of the carrying contacts' slips (m), oriented from the first body.
+    slip: Vec3,
+    /// Number of carrying contacts (with a normal force and a movable vertex).
+    count: f64,
+    /// `1/M_a + 1/M_b` (1/kg); 0 for contacts of a body with itself.
+    inverse_mass: f64,
+    /// Sum of the carrying contacts' normal forces (N).
+    normal_force: f64,
+    /// Sum of the carrying contacts' friction limits `mu lambda` (N).
+    limit: f64,
+    /// Sum of the carrying contacts' normals weighted by their normal forces (N), oriented from
+    /// the first body.
+    normal: Vec3,
+}
+
+/// `v` projected on the friction set of radius `limit` around the normal `n`: the disc (cone)
+/// or the square along `n`'s tangents (pyramid).
+fn project(v: Vec3, n: &Vec3, limit: f64, model: FrictionModel) -> Vec3 {
+    let v = v - n * n.dot(&v);
+    match model {
+        FrictionModel::Cone => {
+            let norm = v.norm();
+            if norm > limit { v * (limit / norm) } else { v }
+        }
+        FrictionModel::Pyramid => {
+            let (t1, t2) = tangents(n);
+            t1 * t1.dot(&v).clamp(-limit, limit) + t2 * t2.dot(&v).clamp(-limit, limit)
+        }
+    }
+}
+
+/// `share + local`, with `local` projected on what the contact's friction set leaves around
+/// `share`, symmetrically: on the disc of radius `limit - |share|` (cone), or per tangent on
+/// `limit - |share_t|` (pyramid). Clipping the sum instead would cut the local parts that point
+/// along the share and keep those against it, and so lose part of the group's force exactly
+/// when the group is near its limit.
+fn combine(share: Vec3, local: Vec3, n: &Vec3, limit: f64, model: FrictionModel) -> Vec3 {
+    let local = local - n * n.dot(&local);
+    match model {
+        FrictionModel::Cone => {
+            let share = project(share, n, limit, model);
+            share + project(local, n, (limit - share.norm()).max(0.0), model)
+        }
+        FrictionModel::Pyramid => {
+            let (t1, t2) = tangents(n);
+            [t1, t2]
+                .iter()
+                .map(|t| {
+                    let s = t.dot(&share).clamp(-limit, limit);
+                    let room = limit - s.abs();
+                    t * (s + t.dot(&local).clamp(-room, room))
+                })
+                .sum()
+        }
+    }
+}
+
 impl Island {
-    /// One projected Jacobi update of every contact's friction force after a constrained step
+    /// One projected update of every contact's friction force after a constrained step
     /// (Coulomb friction inside the implicit step, as in projective dynamics with dry frictional
-    /// contact). With the contact's relative tangential displacement over the step `s` at the
-    /// new iterate and `s_c = sum_v w_v^2 / m_v`, the force that would cancel it if only the
-    /// contact's own masses moved is `-s / (h^2 s_c)`:
+    /// contact). A contact's relative tangential displacement over the step at the new iterate,
+    /// its slip `s`, has two parts, cancelled by two parts of its force:
     ///
-    /// `f <- Proj_{|f| <= mu lambda}(f - s / (h^2 s_c))`
+    /// - **The group's share.** The mean slip `s_g` of the contacts between two bodies (or a
+    ///   body and an obstacle) moves with the bodies' whole masses, the rigid sliding of one on
+    ///   the other. The group's total force is updated with their effective mass,
+    ///   `F <- Proj_{|F| <= sum mu lambda}(F - s_g / (h^2 (1/M_a + 1/M_b)))`, and shared among
+    ///   the contacts in proportion to their normal forces `lambda`. The total lives on the
+    ///   group, not on the contacts: where two faces press together each contact is seen from
+    ///   both faces, the decoupler gives a vertex one row, and the rows move between the twins
+    ///   from iteration to iteration; a contact that loses its row hands its share on instead
+    ///   of taking it along.
+    /// - **The local part**, `l <- l - (s - s_g) / (h^2 s_c)` with `s_c = sum_v w_v^2 / m_v`:
+    ///   the force that would cancel the rest of the slip if only the contact's own masses
+    ///   moved. Because `A >= M / h^2`, it never overshoots. It is projected on what the
+    ///   contact's cone (or pyramid) of radius `mu lambda` leaves around its share.
     ///
-    /// projected on the disc (cone) or the square of the contact's tangents (pyramid). Because
-    /// `A >= M / h^2`, a force moves its vertices at most as far as the mass-only estimate says,
-    /// so the iteration never overshoots and converges to the sticking force inside the cone,
-    /// or to `mu lambda` against the slip on its rim. The forces enter the next iteration's QP
-    /// as external forces, so the whole body (not only the contact vertices) carries them, and
-    /// they are remembered at the contacts' vertices to start the next step.
+    /// The forces enter the next iteration's QP as external forces, so the whole body (not only
+    /// the contact vertices) carries them. Each step starts from zero friction, consistently
+    /// with its first QP, which has none; the group update finds the sticking force in one
+    /// iteration where the bodies slide rigidly.
     pub(super) fn update_friction(
         &mut self,
         id: u32,
@@ -78,25 +150,49 @@ impl Island {
             let n = contact.normal();
             let slip = moved - n * n.dot(&moved);
             let active = limit > 0.0 && compliance > 0.0;
-            let group = match self.groups.iter().position(|g| g.0 == key) {
+            let group = match self.groups.iter().position(|g| g.key == key) {
                 Some(g) => g,
                 None => {
-                    self.groups.push((key, Vec3::zeros(), 0.0, inv_mass));
+                    self.groups.push(FrictionGroup {
+                        key,
+                        slip: Vec3::zeros(),
+                        count: 0.0,
+                        inverse_mass: inv_mass,
+                        normal_force: 0.0,
+                        limit: 0.0,
+                        normal: Vec3::zeros(),
+                    });
                     self.groups.len() - 1
                 }
             };
             if active {
-                self.groups[group].1 += sign * slip;
-                self.groups[group].2 += 1.0;
+                let g = &mut self.groups[group];
+                g.slip += sign * slip;
+                g.count += 1.0;
+                g.normal_force += self.lambda[i];
+                g.limit += limit;
+                g.normal += (sign * self.lambda[i]) * n;
             }
             self.slips.push((slip, compliance, group as u32, sign));
         }
-        // Pass 2: the projected update. The slip's mean over a group moves with the bodies'
-        // whole masses (the rigid sliding of one body on the other), so that part is cancelled
-        // with the group's effective mass `1 / (1/M_a + 1/M_b)` shared by its contacts; the
-        // rest moves with the contact's own masses (the mass-only estimate above). One
-        // compliance for both would take hundreds of iterations to build up the force that
-        // holds a block, as the contacts at the Coulomb limit leave the work to the others.
+        // Pass 2: the groups' total forces, kept across the iterations of the step.
+        let model = settings.lcp.friction;
+        for g in &self.groups {
+            let at = match self.group_force.iter().position(|f| f.0 == g.key) {
+                Some(at) => at,
+                None => {
+                    self.group_force.push((g.key, Vec3::zeros()));
+                    self.group_force.len() - 1
+                }
+            };
+            if g.count > 0.0 && g.inverse_mass > 0.0 {
+                let force = &mut self.group_force[at].1;
+                let trial = *force - g.slip / (g.count * h * h * g.inverse_mass);
+                let n = g.normal.try_normalize(1e-12).unwrap_or_else(Vec3::zeros);
+                *force = project(trial, &n, g.limit, model);
+            }
+        }
+        // Pass 3: each contact's force, its share of its group's plus its local part.
         for (i, contact) in self.contacts.iter().enumerate() {
             let limit = self.mu[i] * self.lambda[i];
             let (slip, compliance, group, sign) = self.slips[i];
@@ -104,33 +200,26 @@ impl Island {
                 self.friction[i] = Vec3::zeros();
                 continue;
             }
-            let (_, sum, count, inv_mass) = self.groups[group as usize];
-            let mean = sum / count;
-            let local = slip - sign * mean;
-            let rigid = if inv_mass > 0.0 {
-                sign * mean / (h * h * inv_mass * count)
+            let g = &self.groups[group as usize];
+            let (share, local_slip) = if g.inverse_mass > 0.0 {
+                let total = self
+                    .group_force
+                    .iter()
+                    .find(|f| f.0 == g.key)
+                    .map_or_else(Vec3::zeros, |f| f.1);
+                (
+                    sign * total * (self.lambda[i] / g.normal_force),
+                    slip - sign * g.slip / g.count,
+                )
             } else {
-                sign * mean / (h * h * compliance)
+                // A body against itself: no rigid sliding, all of the slip is local.
+                (Vec3::zeros(), slip)
             };
             let n = contact.normal();
-            let trial = self.friction[i] - local / (h * h * compliance) - rigid;
-            let trial = trial - n * n.dot(&trial);
-            let f = match settings.lcp.friction {
-                FrictionModel::Cone => {
-                    let norm = trial.norm();
-                    if norm > limit {
-                        trial * (limit / norm)
-                    } else {
-                        trial
-                    }
-                }
-                FrictionModel::Pyramid => {
-                    let (t1, t2) = tangents(&n);
-                    t1 * t1.dot(&trial).clamp(-limit, limit)
-                        + t2 * t2.dot(&trial).clamp(-limit, limit)
-                }
-            };
+            let local = self.local[i] - local_slip / (h * h * compliance);
+            let f = combine(share, local, &n, limit, model);
             self.friction[i] = f;
+            self.local[i] = f - project(share, &n, limit, model);
             let (terms, count) = contact.terms(bodies);
             for &(b, v, w) in &terms[..count] {
                 if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
@@ -146,5 +235,59 @@ impl Island {
             .iter()
             .position(|&m| m == body)
             .map_or(0.0, |k| self.member_inverse_mass[k])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::test_rng::Rng;
+
+    fn random_tangential(rng: &mut Rng, n: &Vec3, scale: f64) -> Vec3 {
+        let v = Vec3::new(rng.signed(), rng.signed(), rng.signed());
+        (v - n * n.dot(&v)) * scale
+    }
+
+    #[test]
+    fn combined_forces_stay_in_the_friction_set_and_keep_a_share_inside_it() {
+        let mut rng = Rng(7);
+        for _ in 0..500 {
+            let n = Vec3::new(rng.signed(), rng.signed(), rng.signed()).normalize();
+            let limit = 0.1 + 2.0 * rng.unit();
+            let share = random_tangential(&mut rng, &n, limit);
+            let local = random_tangential(&mut rng, &n, 3.0 * limit);
+            for model in [FrictionModel::Cone, FrictionModel::Pyramid] {
+                let f = combine(share, local, &n, limit, model);
+                assert!(n.dot(&f).abs() < 1e-12);
+                match model {
+                    FrictionModel::Cone => assert!(f.norm() <= limit * (1.0 + 1e-12)),
+                    FrictionModel::Pyramid => {
+                        let (t1, t2) = tangents(&n);
+                        assert!(t1.dot(&f).abs().max(t2.dot(&f).abs()) <= limit * (1.0 + 1e-12));
+                    }
+                }
+                // A share already inside the set is kept whole: the local part only uses the
+                // room around it.
+                let inside = project(share, &n, limit, model);
+                if (inside - share).norm() < 1e-12 {
+                    let without_local = combine(share, Vec3::zeros(), &n, limit, model);
+                    assert!((without_local - share).norm() < 1e-12);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn local_parts_are_clipped_symmetrically_around_the_share() {
+        // A share at 90 % of the limit: a local part along it and one against it of the same
+        // size move the force by the same amount, so zero-sum local parts keep the group's
+        // total (clipping the sum would keep only the one against the share).
+        let n = Vec3::y();
+        let share = Vec3::new(0.9, 0.0, 0.0);
+        for model in [FrictionModel::Cone, FrictionModel::Pyramid] {
+            let along = combine(share, Vec3::new(0.5, 0.0, 0.0), &n, 1.0, model);
+            let against = combine(share, Vec3::new(-0.5, 0.0, 0.0), &n, 1.0, model);
+            assert!((along + against - 2.0 * share).norm() < 1e-12, "{model:?}");
+        }
     }
 }

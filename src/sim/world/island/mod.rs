@@ -120,23 +120,6 @@ impl IslandContact {
         }
     }
 
-    /// The body and vertex that carry the contact on its positive side (the proxy's heaviest
-    /// vertex, the surface vertex, or the first edge's nearer end): where its friction is
-    /// remembered between steps.
-    pub fn primary(&self, bodies: &[SoftBody]) -> (u32, u32) {
-        match self {
-            IslandContact::Obstacle { body, contact } => {
-                let proxy = &bodies[*body as usize].proxies[contact.proxy as usize];
-                let k = (0..4)
-                    .max_by(|&a, &b| proxy.weights[a].total_cmp(&proxy.weights[b]))
-                    .unwrap_or(0);
-                (*body, proxy.vertices[k])
-            }
-            IslandContact::Soft(c) => (c.vertex_body, c.vertex),
-            IslandContact::Edge(c) => (c.body_a, c.edge_a[usize::from(c.s > 0.5)]),
-        }
-    }
-
     /// Friction and restitution of the contact (combined).
     fn coefficients(&self, bodies: &[SoftBody], obstacles: &[Obstacle]) -> (f64, f64) {
         match self {
@@ -149,8 +132,8 @@ impl IslandContact {
                 .surface()
                 .combine(&bodies[c.triangle_body as usize].material.surface()),
             // Edge rows are frictionless: they meet where two creases cross, between vertices
-            // whose own contacts carry the friction, and an edge row's friction remembered at
-            // one of those vertices would be counted twice.
+            // whose own contacts carry the friction (with friction on edge rows too, a stack of
+            // cubes drifted sideways by centimetres).
             IslandContact::Edge(c) => {
                 let (_, e) = bodies[c.body_a as usize]
                     .material
@@ -222,8 +205,13 @@ pub(crate) struct Island {
     member_inverse_mass: Vec<f64>,
     /// Scratch of the friction update: per contact `(slip, compliance, group, sign)`.
     slips: Vec<(Vec3, f64, u32, f64)>,
-    /// Scratch of the friction update: per group `(key, summed slip, contacts, 1/M_eff)`.
-    groups: Vec<((u32, u32), Vec3, f64, f64)>,
+    /// Scratch of the friction update: the contacts per pair of bodies (or body and obstacle).
+    groups: Vec<friction::FrictionGroup>,
+    /// Per group (pair of bodies, or body and obstacle): its total friction force (N) in this
+    /// step (see [`Island::update_friction`]).
+    group_force: Vec<((u32, u32), Vec3)>,
+    /// Per contact: the part of its friction force beyond its share of its group's (N).
+    local: Vec<Vec3>,
     /// PD iterations planned and run.
     pub iterations: usize,
     pub done: usize,
@@ -336,6 +324,8 @@ impl Island {
         self.approach.clear();
         self.mu.clear();
         self.friction.clear();
+        self.local.clear();
+        self.group_force.clear();
         self.setup_contacts(0, bodies, obstacles, settings);
         self.friction_force.clear();
         self.friction_force.resize(self.unknowns, Vec3::zeros());
@@ -352,8 +342,8 @@ impl Island {
         self.stats = IslandStats::default();
     }
 
-    /// Per-contact data of contacts `first..`: zero force, restitution target, friction
-    /// coefficient, and the friction force remembered at the contact's primary vertex.
+    /// Per-contact data of contacts `first..`: zero normal and friction force, restitution
+    /// target, friction coefficient.
     fn setup_contacts(
         &mut self,
         first: usize,
@@ -373,15 +363,8 @@ impl Island {
                 } else {
                     0.0
                 });
-            let (b, v) = c.primary(bodies);
-            let n = c.normal();
-            let memory = bodies[b as usize]
-                .ws
-                .friction
-                .get(v as usize)
-                .copied()
-                .unwrap_or_else(Vec3::zeros);
-            self.friction.push(memory - n * n.dot(&memory));
+            self.friction.push(Vec3::zeros());
+            self.local.push(Vec3::zeros());
         }
     }
 
@@ -484,8 +467,7 @@ impl Island {
                     let p = layout.unknown(id, bodies, a, c.vertex as usize);
                     // A vertex already paired with the other body (found from the other side:
                     // two faces pressed together see each contact twice) needs no second row:
-                    // holding it would apply the same force twice, and the friction remembered
-                    // at its contacts would flip between the two sides from step to step.
+                    // holding it would apply the same force twice.
                     let pair = |s: RowSource| {
                         matches!(s, RowSource::Soft { vertex_body, triangle_body }
                             if vertex_body == c.triangle_body && triangle_body == c.vertex_body)

@@ -135,21 +135,11 @@ pub(super) fn respond(
     st.vertex_offsets.push(st.inv_mass.len() as u32);
     st.lcp.clear();
     st.points.clear();
-    for b in bodies.iter_mut() {
-        let n = b.x.len();
-        b.ws.friction.clear();
-        b.ws.friction.resize(n, Vec3::zeros());
-    }
     let skin = settings.soft_contact_skin;
     for island in &st.islands[..st.island_count] {
         for (i, contact) in island.contacts.iter().enumerate() {
             let lambda = island.lambda[i];
             let friction = island.friction[i];
-            // Remember the friction force for the next step's iteration.
-            let (pb, pv) = contact.primary(bodies);
-            if let Some(f) = bodies[pb as usize].ws.friction.get_mut(pv as usize) {
-                *f += friction;
-            }
             let (terms, count) = contact.terms(bodies);
             let (mut gap, mut relative) = (0.0, Vec3::zeros());
             let mut c = LcpContact::new(contact.normal());

@@ -20,7 +20,10 @@
 //! pyramid, each of `lambda_t1`, `lambda_t2` separately in `[-r_c, r_c]` (eq. (6)-(7)). The
 //! offset `o_c >= 0` (N s) is a normal impulse already applied elsewhere (the position-level
 //! contact force of the step times `h`), which the friction may use too; likewise a tangential
-//! offset is friction already applied, and the bound holds for it plus `lambda_t`.
+//! offset is friction already applied, and the bound holds for it plus `lambda_t`. A contact may
+//! also let the solver take back up to `p_c <= o_c` of its normal offset: Signorini then holds
+//! for the total, `0 <= p_c + lambda_n _|_ u_n >= 0` (the variable shift `lambda_n + p_c` turns
+//! it back into the plain problem).
 //!
 //! Because the frame is orthonormal and the masses lumped, the diagonal block is a multiple of the
 //! identity, `W_cc = s_c I` with `s_c = sum_v w_cv^2 / m_v`, so one contact's Gauss-Seidel update
@@ -147,6 +150,13 @@ pub struct LcpContact {
     /// Friction impulse already applied (N s, along `t1`, `t2`): the Coulomb bound holds for
     /// it plus the solver's tangential impulse.
     pub tangent_offset: [f64; 2],
+    /// The part of the normal offset the solver may take back (N s, from 0 to
+    /// `normal_offset`): the normal impulse is bounded below by `-retractable` instead of 0,
+    /// so Signorini holds for the total `retractable + lambda_n`. A position-level force that
+    /// pushed a contact out of a penetration it started the step in leaves a separating
+    /// velocity; taking back part of that force cancels the velocity, as split-impulse
+    /// position correction does, instead of launching the body.
+    pub retractable: f64,
 }
 
 impl LcpContact {
@@ -163,7 +173,13 @@ impl LcpContact {
             friction: 0.0,
             normal_offset: 0.0,
             tangent_offset: [0.0; 2],
+            retractable: 0.0,
         }
+    }
+
+    /// The lowest normal impulse the solver may apply (N s, `<= 0`).
+    fn normal_floor(&self) -> f64 {
+        -self.retractable.clamp(0.0, self.normal_offset.max(0.0))
     }
 
     /// Adds `weight` times vertex `vertex` (merged with an existing entry of the same vertex).
@@ -528,11 +544,12 @@ struct Region<'a> {
     dv_scratch: &'a mut [Vec3],
 }
 
-/// Projects an impulse onto the feasible set of its contact: `lambda_n >= 0`, and the friction
-/// plus the tangential offset in the cone or pyramid of radius `mu (normal offset + lambda_n)`.
+/// Projects an impulse onto the feasible set of its contact: `lambda_n` above its floor (0, or
+/// minus the retractable offset), and the friction plus the tangential offset in the cone or
+/// pyramid of radius `mu (normal offset + lambda_n)`.
 fn project_impulse(l: Vec3, c: &LcpContact, model: FrictionModel) -> Vec3 {
-    let n = l.x.max(0.0);
-    let r = c.friction.max(0.0) * (c.normal_offset.max(0.0) + n);
+    let n = l.x.max(c.normal_floor());
+    let r = c.friction.max(0.0) * (c.normal_offset.max(0.0) + n).max(0.0);
     let [o1, o2] = c.tangent_offset;
     let (a, b) = (l.y + o1, l.z + o2);
     let (t1, t2) = match model {
@@ -648,10 +665,11 @@ impl Region<'_> {
                 r = Vec3::zeros();
             }
             // Normal: at the bound, no descent below zero.
-            if l.x <= 0.0 && r.x < 0.0 {
+            let floor = c.normal_floor();
+            if l.x <= floor && r.x < 0.0 {
                 r.x = 0.0;
             }
-            let radius = c.friction.max(0.0) * (c.normal_offset.max(0.0) + l.x.max(0.0));
+            let radius = c.friction.max(0.0) * (c.normal_offset.max(0.0) + l.x.max(floor)).max(0.0);
             // The bound holds for the total friction, offset included.
             let (ty, tz) = (l.y + c.tangent_offset[0], l.z + c.tangent_offset[1]);
             match model {
@@ -766,7 +784,7 @@ impl Region<'_> {
                 let u = velocity(c, self.dv, true);
                 // Normal first (exact, W_cc = s I); the tangential velocity does not depend on
                 // the normal impulse of the same contact, so the friction update reuses u.
-                let normal = (old.x - u.x / s).max(0.0);
+                let normal = (old.x - u.x / s).max(c.normal_floor());
                 let trial = Vec3::new(normal, old.y - u.y / s, old.z - u.z / s);
                 let new = project_impulse(trial, c, model);
                 let delta = new - old;
@@ -840,6 +858,9 @@ mod tests {
             c.free_velocity = Vec3::new(rng.signed() - 0.5, rng.signed(), rng.signed());
             c.friction = 0.2 + 0.6 * rng.unit();
             c.normal_offset = if rng.unit() < 0.3 { rng.unit() } else { 0.0 };
+            if rng.unit() < 0.5 {
+                c.retractable = c.normal_offset * rng.unit();
+            }
             if rng.unit() < 0.3 {
                 let r = c.friction * c.normal_offset;
                 c.tangent_offset = [0.6 * r * rng.signed(), 0.6 * r * rng.signed()];
@@ -915,6 +936,7 @@ mod tests {
                 lcp.input[c].friction = 0.0;
                 lcp.input[c].normal_offset = 0.0;
                 lcp.input[c].tangent_offset = [0.0; 2];
+                lcp.input[c].retractable = 0.0;
             }
             let settings = LcpSettings {
                 velocity_tolerance: 1e-12,
@@ -949,6 +971,50 @@ mod tests {
         }
     }
 
+    #[test]
+    fn retractable_offsets_shift_the_normal_bound_as_the_dense_reference_says() {
+        // With `lambda_n >= -p`, the problem in `mu = lambda_n + p >= 0` is the plain LCP
+        // `0 <= mu _|_ W mu + (b - W p) >= 0`: solved by enumeration, its normal velocities
+        // must match ours.
+        let mut rng = Rng(0x5EED_0F_0FF5E7);
+        for m in 1..=6 {
+            let (mut lcp, inv_mass) = random_problem(&mut rng, m, 6);
+            for c in 0..m {
+                let contact = &mut lcp.input[c];
+                contact.friction = 0.0;
+                contact.tangent_offset = [0.0; 2];
+                contact.normal_offset = rng.unit();
+                contact.retractable = contact.normal_offset * rng.unit();
+                // Separating contacts, which the retractable part may pull back.
+                contact.free_velocity.x = rng.signed();
+            }
+            let settings = LcpSettings {
+                velocity_tolerance: 1e-12,
+                impulse_tolerance: 0.0,
+                max_sweeps: 20_000,
+                ..Default::default()
+            };
+            lcp.partition(inv_mass.len(), true, |v| inv_mass[v as usize]);
+            lcp.solve(&settings, false);
+            let (w, b) = dense(&lcp, &inv_mass);
+            let acting: Vec<usize> = (0..m).filter(|&c| w[(3 * c, 3 * c)] > 0.0).collect();
+            let k = acting.len();
+            let idx: Vec<usize> = acting.iter().map(|&c| 3 * c).collect();
+            let wn = DMatrix::from_fn(k, k, |r, c| w[(idx[r], idx[c])]);
+            let p = DVector::from_fn(k, |r, _| lcp.contact(acting[r]).retractable);
+            let bn = DVector::from_fn(k, |r, _| b[idx[r]]) - &wn * &p;
+            let reference = lcp_by_enumeration(&wn, &bn);
+            let shifted = DVector::from_fn(k, |r, _| lcp.frame_impulse(acting[r]).x) + &p;
+            assert!(shifted.iter().all(|&v| v >= -1e-12), "m {m}: {shifted}");
+            let (u_ours, u_ref) = (&wn * &shifted + &bn, &wn * &reference + &bn);
+            assert!((u_ours - u_ref).amax() < 1e-6, "m {m}");
+            // Some contact pulled: the test exercises the bound below zero.
+            if m == 6 {
+                assert!((0..m).any(|c| lcp.frame_impulse(c).x < -1e-9));
+            }
+        }
+    }
+
     /// Signorini and Coulomb at a solution, with velocities from the dense `W`.
     fn check_conditions(
         lcp: &ContactLcp,
@@ -964,7 +1030,9 @@ mod tests {
             let contact = lcp.contact(c);
             let l = lcp.frame_impulse(c);
             assert!(l.iter().all(|v| v.is_finite()));
-            assert!(l.x >= 0.0);
+            // Signorini for the total normal impulse, the retractable offset included.
+            let total = l.x + contact.retractable;
+            assert!(total >= 0.0);
             let s: f64 = contact.terms().map(|(v, wt)| wt * wt * inv_mass[v]).sum();
             if !(s > 0.0) {
                 assert_eq!(l, Vec3::zeros());
@@ -972,7 +1040,7 @@ mod tests {
             }
             let scale = 1.0 + lam.amax();
             assert!(u[3 * c] >= -1e-6 * scale, "{model:?}: u_n {}", u[3 * c]);
-            assert!((l.x * u[3 * c]).abs() < 1e-6 * scale * scale);
+            assert!((total * u[3 * c]).abs() < 1e-6 * scale * scale);
             let r = contact.friction * (contact.normal_offset + l.x);
             // The total friction: the solver's plus the offset already applied.
             let l = Vec3::new(
@@ -1046,7 +1114,9 @@ mod tests {
                             l.y + contact.tangent_offset[0],
                             l.z + contact.tangent_offset[1],
                         );
-                        assert!(l.iter().all(|v| v.is_finite()) && l.x >= 0.0);
+                        assert!(
+                            l.iter().all(|v| v.is_finite()) && l.x + contact.retractable >= 0.0
+                        );
                         match model {
                             FrictionModel::Cone => {
                                 assert!(t1.hypot(t2) <= r * (1.0 + 1e-9) + 1e-12)

@@ -11,9 +11,13 @@
 //! 5. **Respond** (world): velocities `v = (x - x_start) / h`, then the velocity-level contact
 //!    LCP of every contact that touches at the end — Signorini and Coulomb friction, region by
 //!    region ([`crate::sim::contact::lcp`]), the position-level normal impulse `lambda h` of the
-//!    QP counted in the friction bound — whose impulses change the velocities; the friction
-//!    impulses also move the positions by `h` times their velocity change, so static friction
-//!    holds a body in place rather than only slowing it. Restitution is not in the LCP's `b`
+//!    QP counted in the friction bound and, for contacts that do not bounce, also the most it
+//!    may take back (a push out of a penetration the step started in must not launch the
+//!    body) — whose impulses change the velocities only. The positions stay the QP's: static
+//!    friction is held there, by the friction forces of the implicit step
+//!    ([`super::island`]); moving the contact vertices by the LCP's friction impulses too, as
+//!    an earlier version did, strained the bodies around them every step, and a stack of five
+//!    cubes swayed on the energy. Restitution is not in the LCP's `b`
 //!    (the paper's eq. (12)) but applied before it through the bodies' prefactored matrices
 //!    ([`super::island::Island::restitution_force`]): a velocity-level restitution impulse on
 //!    the few contact vertices would hand them the whole body's rebound momentum.
@@ -66,8 +70,6 @@ pub(crate) struct StepState {
     inv_mass: Vec<f64>,
     /// The contacts of the last velocity LCP, for debug drawing.
     pub points: Vec<ContactPoint>,
-    /// Per global vertex: the position shift of the friction impulses.
-    shift: Vec<Vec3>,
 }
 
 impl StepState {

@@ -105,7 +105,7 @@ pub(super) fn restitute(
 }
 
 /// Phase 5: the velocity-level contact LCP of every touching contact, solved region by region;
-/// its impulses change velocities and positions.
+/// its impulses change the velocities.
 pub(super) fn respond(
     bodies: &mut [SoftBody],
     obstacles: &[Obstacle],
@@ -182,6 +182,12 @@ pub(super) fn respond(
             c.free_velocity = c.frame * relative;
             c.friction = island.mu[i];
             c.normal_offset = lambda.max(0.0) * h;
+            // Without a bounce, the step's total normal impulse, not the LCP's alone, is what
+            // must stay non-negative: the LCP may take back the QP's push where it left the
+            // contact separating (out of a penetration it started in).
+            if island.restitution[i] == 0.0 {
+                c.retractable = c.normal_offset;
+            }
             let applied = c.frame * (friction * h);
             c.tangent_offset = [applied.y, applied.z];
             st.lcp.push(c);
@@ -218,37 +224,6 @@ pub(super) fn respond(
     for (g, dv) in st.lcp.velocity_changes() {
         let (body, v) = locate(&st.vertex_offsets, g);
         bodies[body].v[v] += dv;
-    }
-    // Positions follow the friction impulses (h times their velocity change), so static friction
-    // holds a body where it is instead of only slowing it; the normal impulses change velocities
-    // only, the positions being the QP's (which already keep every contact). A friction shift
-    // along one contact's plane must not push its vertex into another contact (the floor's
-    // friction into the wall of a corner): the part of a vertex's shift against any of its
-    // contacts' normals is removed.
-    st.shift.clear();
-    st.shift.resize(st.inv_mass.len(), Vec3::zeros());
-    for i in 0..st.lcp.len() {
-        let c = st.lcp.contact(i);
-        let impulse = st.lcp.impulse(i);
-        let n = c.normal();
-        let tangential = impulse - n * n.dot(&impulse);
-        for (g, w) in c.terms() {
-            st.shift[g] += (h * w * st.inv_mass[g]) * tangential;
-        }
-    }
-    for i in 0..st.lcp.len() {
-        let c = st.lcp.contact(i);
-        let n = c.normal();
-        for (g, w) in c.terms() {
-            let into = w.signum() * n.dot(&st.shift[g]);
-            if into < 0.0 {
-                st.shift[g] -= w.signum() * into * n;
-            }
-        }
-    }
-    for (g, _) in st.lcp.velocity_changes() {
-        let (body, v) = locate(&st.vertex_offsets, g);
-        bodies[body].x[v] += st.shift[g];
     }
     stats
 }

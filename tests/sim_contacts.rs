@@ -260,8 +260,8 @@ fn a_stack_of_five_stands_without_intersections_thanks_to_edge_contacts() {
 }
 
 #[test]
-#[ignore = "known gap: the stack of five keeps rocking (with or without edge contacts): over \
-            a further second its cubes move 0.4, 2.2, 5.6, 9.7 and 13.8 mm, bottom to top; see \
+#[ignore = "known gap: the stack of five keeps swaying (with or without edge contacts): over \
+            a further second its cubes move 0.4, 2.1, 4.0, 7.5 and 10.5 mm, bottom to top; see \
             the closing note of issue 4"]
 fn a_stack_of_five_comes_to_rest() {
     let edges = WorldSettings {
@@ -422,14 +422,21 @@ fn a_pile_poured_into_a_bucket_settles_without_freezing() {
         let report = world.step(DT).unwrap();
         assert!(report.frozen.is_empty(), "step {step}: {:?}", report.frozen);
         soft_contacts = soft_contacts.max(report.soft_contacts);
-    }
-    // The bodies landed on each other, and every one is still in the bucket, above the floor.
-    assert!(soft_contacts > 0);
-    for &b in &bodies {
-        for p in world.positions(b).unwrap() {
-            assert!(p.y > -1e-3 && p.x.abs() < wall + 1e-3 && p.z.abs() < wall + 1e-3);
+        // After every step, every body is in the bucket and above the floor within a
+        // millimetre, corners included (where a vertex pressed by a neighbour into a wall needs
+        // its wall row ahead of its soft row).
+        for &b in &bodies {
+            for p in world.positions(b).unwrap() {
+                let outside = (-p.y).max(p.x.abs() - wall).max(p.z.abs() - wall);
+                assert!(
+                    outside < 1e-3,
+                    "step {step}: a vertex {outside} m outside at {p}"
+                );
+            }
         }
     }
+    // The bodies landed on each other.
+    assert!(soft_contacts > 0);
     // Settled: the kinetic energy of the pile is small against its potential energy.
     let kinetic: f64 = bodies
         .iter()

@@ -48,6 +48,9 @@ pub(crate) struct Workspace {
     pub bvh_points: Vec<Vec3>,
     /// Obstacles touched at the end of the last step (indices, sorted, unique).
     pub touching: Vec<u32>,
+    /// Per free vertex: the friction force (N) of the last step's final friction update, which
+    /// the next step's first constrained global step applies (empty: none).
+    pub friction: Vec<Vec3>,
 }
 
 /// A soft body in a [`super::SoftWorld`].

@@ -177,6 +177,7 @@ impl SoftWorld {
         b.ws.frames
             .iter_mut()
             .for_each(|f| *f = crate::sim::math::Mat3::identity());
+        b.ws.friction.clear();
         Ok(())
     }
 

@@ -264,6 +264,7 @@ impl SoftWorld {
             Ok(i) => {
                 self.bodies.remove(i);
                 self.body_ids.remove(i);
+                self.state.forget_friction();
                 true
             }
             Err(_) => false,

@@ -18,7 +18,11 @@ pub(super) struct FrictionGroup {
     slip: Vec3,
     /// Number of carrying contacts (with a normal force and a movable vertex).
     count: f64,
-    /// `1/M_a + 1/M_b` (1/kg); 0 for contacts of a body with itself.
+    /// The bodies that slide rigidly against each other: both of a pair, the body alone
+    /// against an obstacle, none for contacts of a body with itself.
+    bodies: [Option<u32>; 2],
+    /// `k_a/M_a + k_b/M_b` (1/kg) of those bodies, each body's inverse mass counted once per
+    /// group it slides in; 0 without rigid sliding.
     inverse_mass: f64,
     /// Sum of the carrying contacts' normal forces (N).
     normal_force: f64,
@@ -72,6 +76,45 @@ fn combine(share: Vec3, local: Vec3, n: &Vec3, limit: f64, model: FrictionModel)
 }
 
 impl Island {
+    /// Starts the step's friction from the last step's: each group's total force, and the
+    /// per-vertex forces its final update found, which the first constrained step applies. The
+    /// first update then corrects what was applied, as every later one does; starting from
+    /// zero instead, every step's first iteration would let resting bodies slip.
+    pub(super) fn remember_friction(&mut self, bodies: &[SoftBody], memory: &[((u32, u32), Vec3)]) {
+        self.group_force.clear();
+        self.group_force.extend(
+            memory
+                .iter()
+                .filter(|(key, _)| self.members.contains(&key.0)),
+        );
+        self.friction_force.clear();
+        for &b in &self.members {
+            let body = &bodies[b as usize];
+            let n = body.free_count();
+            match body.ws.friction.len() == n {
+                true => self.friction_force.extend_from_slice(&body.ws.friction),
+                false => self
+                    .friction_force
+                    .extend(std::iter::repeat_n(Vec3::zeros(), n)),
+            }
+        }
+        self.force.clear();
+        self.force.extend_from_slice(&self.friction_force);
+    }
+
+    /// The groups' total friction forces of the last update, keyed by group.
+    pub(crate) fn remembered_friction(&self) -> impl Iterator<Item = ((u32, u32), Vec3)> + '_ {
+        self.groups
+            .iter()
+            .filter(|g| g.count > 0.0)
+            .filter_map(|g| self.group_force.iter().find(|f| f.0 == g.key).copied())
+    }
+
+    /// Per unknown: the friction forces of the last update (N).
+    pub(crate) fn friction_force(&self) -> &[Vec3] {
+        &self.friction_force
+    }
+
     /// One projected update of every contact's friction force after a constrained step
     /// (Coulomb friction inside the implicit step, as in projective dynamics with dry frictional
     /// contact). A contact's relative tangential displacement over the step at the new iterate,
@@ -80,7 +123,9 @@ impl Island {
     /// - **The group's share.** The mean slip `s_g` of the contacts between two bodies (or a
     ///   body and an obstacle) moves with the bodies' whole masses, the rigid sliding of one on
     ///   the other. The group's total force is updated with their effective mass,
-    ///   `F <- Proj_{|F| <= sum mu lambda}(F - s_g / (h^2 (1/M_a + 1/M_b)))`, and shared among
+    ///   `F <- Proj_{|F| <= sum mu lambda}(F - s_g / (h^2 (k_a/M_a + k_b/M_b)))`, where a body
+    ///   in `k` groups counts its inverse mass `k` times (mass splitting: the groups update at
+    ///   once, and a body between two others would otherwise be corrected twice over), and shared among
     ///   the contacts in proportion to their normal forces `lambda`. The total lives on the
     ///   group, not on the contacts: where two faces press together each contact is seen from
     ///   both faces, the decoupler gives a vertex one row, and the rows move between the twins
@@ -92,9 +137,9 @@ impl Island {
     ///   contact's cone (or pyramid) of radius `mu lambda` leaves around its share.
     ///
     /// The forces enter the next iteration's QP as external forces, so the whole body (not only
-    /// the contact vertices) carries them. Each step starts from zero friction, consistently
-    /// with its first QP, which has none; the group update finds the sticking force in one
-    /// iteration where the bodies slide rigidly.
+    /// the contact vertices) carries them. Each step starts from the last step's forces, which
+    /// its first QP applies ([`Island::remember_friction`]), so the split (and so damped)
+    /// group update converges over the steps rather than having to within one.
     pub(super) fn update_friction(
         &mut self,
         id: u32,
@@ -128,23 +173,23 @@ impl Island {
                     }
                 }
             }
-            let (key, sign, inv_mass) = match contact {
+            let (key, sign, pair) = match contact {
                 IslandContact::Obstacle { body, contact } => {
                     moved -= h * obstacles[contact.obstacle as usize].velocity_at(&contact.point);
                     (
                         (*body, u32::MAX - contact.obstacle),
                         1.0,
-                        self.inverse_mass(*body),
+                        [Some(*body), None],
                     )
                 }
                 IslandContact::Soft(_) | IslandContact::Edge(_) => {
                     let (a, b) = contact.soft_bodies().unwrap_or_default();
-                    let inv = if a == b {
-                        0.0
+                    let pair = if a == b {
+                        [None, None]
                     } else {
-                        self.inverse_mass(a) + self.inverse_mass(b)
+                        [Some(a), Some(b)]
                     };
-                    ((a.min(b), a.max(b)), if a <= b { 1.0 } else { -1.0 }, inv)
+                    ((a.min(b), a.max(b)), if a <= b { 1.0 } else { -1.0 }, pair)
                 }
             };
             let n = contact.normal();
@@ -157,7 +202,8 @@ impl Island {
                         key,
                         slip: Vec3::zeros(),
                         count: 0.0,
-                        inverse_mass: inv_mass,
+                        bodies: pair,
+                        inverse_mass: 0.0,
                         normal_force: 0.0,
                         limit: 0.0,
                         normal: Vec3::zeros(),
@@ -175,9 +221,28 @@ impl Island {
             }
             self.slips.push((slip, compliance, group as u32, sign));
         }
-        // Pass 2: the groups' total forces, kept across the iterations of the step.
+        // Pass 2: the groups' total forces, kept across iterations and steps. All groups
+        // update at once (Jacobi), so a body in `k` groups (a cube in a stack, between the one
+        // below and the one above) would be corrected `k` times over: its inverse mass counts
+        // `k` times (mass splitting), which keeps the joint update from overshooting.
+        self.member_degree.clear();
+        self.member_degree.resize(self.members.len(), 0.0);
+        for g in self.groups.iter().filter(|g| g.count > 0.0) {
+            for b in g.bodies.iter().flatten() {
+                if let Some(k) = self.members.iter().position(|m| m == b) {
+                    self.member_degree[k] += 1.0;
+                }
+            }
+        }
         let model = settings.lcp.friction;
-        for g in &self.groups {
+        for g in &mut self.groups {
+            g.inverse_mass = g
+                .bodies
+                .iter()
+                .flatten()
+                .filter_map(|b| self.members.iter().position(|m| m == b))
+                .map(|k| self.member_degree[k] * self.member_inverse_mass[k])
+                .sum();
             let at = match self.group_force.iter().position(|f| f.0 == g.key) {
                 Some(at) => at,
                 None => {
@@ -227,14 +292,6 @@ impl Island {
                 }
             }
         }
-    }
-
-    /// `1 / M` (1/kg) of a member body's free vertices; 0 for a body outside the island.
-    fn inverse_mass(&self, body: u32) -> f64 {
-        self.members
-            .iter()
-            .position(|&m| m == body)
-            .map_or(0.0, |k| self.member_inverse_mass[k])
     }
 }
 

@@ -41,6 +41,10 @@ use crate::sim::pd::PINNED;
 use crate::sim::qp::mprgp::Mprgp;
 use crate::sim::qp::{ConstraintRow, ContactForces, QpProblem, SpdOperator};
 
+/// Depth (m) past which a known obstacle contact at the end of an iteration asks for another
+/// one (see [`Island::redetect`]).
+pub(crate) const VIOLATION_TOLERANCE: f64 = 1e-4;
+
 /// Island id of a body that is in none (frozen).
 pub(crate) const NO_ISLAND: u32 = u32::MAX;
 
@@ -203,6 +207,8 @@ pub(crate) struct Island {
     friction_force: Vec<Vec3>,
     /// Per member: `1 / M` (1/kg) of its free vertices.
     member_inverse_mass: Vec<f64>,
+    /// Scratch of the friction update: per member, the number of groups it slides in.
+    member_degree: Vec<f64>,
     /// Scratch of the friction update: per contact `(slip, compliance, group, sign)`.
     slips: Vec<(Vec3, f64, u32, f64)>,
     /// Scratch of the friction update: the contacts per pair of bodies (or body and obstacle).
@@ -288,6 +294,7 @@ impl Island {
         obstacles: &[Obstacle],
         soft: impl Iterator<Item = SoftContact>,
         edges: impl Iterator<Item = EdgeContact>,
+        friction_memory: &[((u32, u32), Vec3)],
         settings: &WorldSettings,
     ) {
         self.unknowns = self
@@ -325,12 +332,8 @@ impl Island {
         self.mu.clear();
         self.friction.clear();
         self.local.clear();
-        self.group_force.clear();
         self.setup_contacts(0, bodies, obstacles, settings);
-        self.friction_force.clear();
-        self.friction_force.resize(self.unknowns, Vec3::zeros());
-        self.force.clear();
-        self.force.resize(self.unknowns, Vec3::zeros());
+        self.remember_friction(bodies, friction_memory);
         self.reaction.clear();
         self.reaction.resize(self.unknowns, Vec3::zeros());
         self.b_qp.resize(self.unknowns, Vec3::zeros());
@@ -627,6 +630,7 @@ impl Island {
             self.friction_force
                 .iter_mut()
                 .for_each(|f| *f = Vec3::zeros());
+            self.groups.clear();
             self.stats.mprgp_time += t.elapsed();
             return Ok(());
         }
@@ -697,7 +701,10 @@ impl Island {
 
     /// After an iteration: contacts at the new positions that no contact of the island covers
     /// yet (a proxy pushed into a second obstacle, a vertex through a neighbour's surface).
-    /// Returns how many were added. The members' BVHs must be fitted to their positions.
+    /// Returns how many were added, plus how many known obstacle contacts are violated by more
+    /// than [`VIOLATION_TOLERANCE`] (a proxy whose vertex a soft row took in the last
+    /// iteration): either asks for another iteration. The members' BVHs must be fitted to their
+    /// positions.
     pub fn redetect(
         &mut self,
         bodies: &[SoftBody],
@@ -706,6 +713,7 @@ impl Island {
     ) -> usize {
         let t = Instant::now();
         let before = self.contacts.len();
+        let mut violated = 0;
         for &b in &self.members {
             let body = &bodies[b as usize];
             self.found.clear();
@@ -728,6 +736,8 @@ impl Island {
                         body: b,
                         contact: *c,
                     });
+                } else if known && c.depth > VIOLATION_TOLERANCE {
+                    violated += 1;
                 }
             }
         }
@@ -763,7 +773,7 @@ impl Island {
         }
         self.setup_contacts(before, bodies, obstacles, settings);
         self.stats.detect_time += t.elapsed();
-        self.contacts.len() - before
+        self.contacts.len() - before + violated
     }
 }
 

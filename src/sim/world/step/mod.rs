@@ -70,9 +70,17 @@ pub(crate) struct StepState {
     inv_mass: Vec<f64>,
     /// The contacts of the last velocity LCP, for debug drawing.
     pub points: Vec<ContactPoint>,
+    /// Per friction group of the last step (pair of bodies, or body and obstacle, keyed as in
+    /// the islands): its total friction force (N), to start the next step's from.
+    friction_memory: Vec<((u32, u32), Vec3)>,
 }
 
 impl StepState {
+    /// Forgets the friction of the last step (body indices changed).
+    pub fn forget_friction(&mut self) {
+        self.friction_memory.clear();
+    }
+
     /// The last velocity LCP.
     pub fn lcp(&self) -> &ContactLcp {
         &self.lcp
@@ -386,7 +394,14 @@ fn form_islands(
             .iter()
             .copied()
             .filter(|c| owned(c.body_a, c.body_b));
-        st.islands[id].begin(bodies, obstacles, soft, edges, settings);
+        st.islands[id].begin(
+            bodies,
+            obstacles,
+            soft,
+            edges,
+            &st.friction_memory,
+            settings,
+        );
     }
 }
 
@@ -404,6 +419,7 @@ fn iterate(
         island_of,
         offset_of,
         failures,
+        friction_memory,
         ..
     } = st;
     let islands = &mut islands[..count];
@@ -489,6 +505,20 @@ fn iterate(
                     island.iterations += 1;
                 }
             });
+        }
+    }
+    // Friction to start the next step from: per vertex, and per group.
+    friction_memory.clear();
+    for island in islands.iter() {
+        friction_memory.extend(island.remembered_friction());
+        for &b in &island.members {
+            let o = offset_of[b as usize] as usize;
+            let body = &mut bodies[b as usize];
+            let n = body.free_count();
+            body.ws.friction.clear();
+            body.ws
+                .friction
+                .extend_from_slice(&island.friction_force()[o..o + n]);
         }
     }
     // Statistics: per-body counts; the island's QP figures on its first member.

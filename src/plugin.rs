@@ -84,7 +84,7 @@ pub struct DeformableConfig {
     pub self_collision: bool,
     /// Whether contacts between two soft bodies include edge-edge pairs besides vertex-triangle
     /// ones (keeps crossing creases, like the edges of stacked cubes, from cutting through each
-    /// other; experimental: a large pile with them on can blow up). Default: false.
+    /// other). Default: true.
     pub edge_contacts: bool,
     /// How Coulomb friction bounds the tangential impulse. Default: cone.
     pub friction_model: FrictionModel,

@@ -26,7 +26,7 @@
 //! inside the other body is not held there.
 //!
 //! The world uses these contacts only between two different bodies, and only when
-//! `WorldSettings::edge_contacts` is on (off by default: see its docs).
+//! `WorldSettings::edge_contacts` is on (the default).
 
 use super::broadphase::{BodyBvh, candidate_edge_pairs};
 use super::soft::SoftSurface;

@@ -125,8 +125,8 @@ impl Island {
     ///   the other. The group's total force is updated with their effective mass,
     ///   `F <- Proj_{|F| <= sum mu lambda}(F - s_g / (h^2 (k_a/M_a + k_b/M_b)))`, where a body
     ///   in `k` groups counts its inverse mass `k` times (mass splitting: the groups update at
-    ///   once, and a body between two others would otherwise be corrected twice over), and shared among
-    ///   the contacts in proportion to their normal forces `lambda`. The total lives on the
+    ///   once, and a body between two others would otherwise be corrected twice over), and
+    ///   shared among the contacts in proportion to their normal forces. The total lives on the
     ///   group, not on the contacts: where two faces press together each contact is seen from
     ///   both faces, the decoupler gives a vertex one row, and the rows move between the twins
     ///   from iteration to iteration; a contact that loses its row hands its share on instead

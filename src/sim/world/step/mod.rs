@@ -507,9 +507,16 @@ fn iterate(
             });
         }
     }
-    // Friction to start the next step from: per vertex, and per group.
+    // Friction to start the next step from: per vertex, and per group (none from an island
+    // whose QP failed: its bodies freeze, and its forces may not be finite).
     friction_memory.clear();
-    for island in islands.iter() {
+    for (island, failure) in islands.iter().zip(failures.iter()) {
+        if failure.is_some() {
+            for &b in &island.members {
+                bodies[b as usize].ws.friction.clear();
+            }
+            continue;
+        }
         friction_memory.extend(island.remembered_friction());
         for &b in &island.members {
             let o = offset_of[b as usize] as usize;

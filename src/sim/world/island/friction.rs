@@ -31,6 +31,8 @@ pub(super) struct FrictionGroup {
     /// Sum of the carrying contacts' normals weighted by their normal forces (N), oriented from
     /// the first body.
     normal: Vec3,
+    /// Index of the group's total force in `Island::group_force` (set in the update's pass 2).
+    force: usize,
 }
 
 /// `v` projected on the friction set of radius `limit` around the normal `n`: the disc (cone)
@@ -107,7 +109,7 @@ impl Island {
         self.groups
             .iter()
             .filter(|g| g.count > 0.0)
-            .filter_map(|g| self.group_force.iter().find(|f| f.0 == g.key).copied())
+            .map(|g| self.group_force[g.force])
     }
 
     /// Per unknown: the friction forces of the last update (N).
@@ -207,6 +209,7 @@ impl Island {
                         normal_force: 0.0,
                         limit: 0.0,
                         normal: Vec3::zeros(),
+                        force: 0,
                     });
                     self.groups.len() - 1
                 }
@@ -243,7 +246,7 @@ impl Island {
                 .filter_map(|b| self.members.iter().position(|m| m == b))
                 .map(|k| self.member_degree[k] * self.member_inverse_mass[k])
                 .sum();
-            let at = match self.group_force.iter().position(|f| f.0 == g.key) {
+            g.force = match self.group_force.iter().position(|f| f.0 == g.key) {
                 Some(at) => at,
                 None => {
                     self.group_force.push((g.key, Vec3::zeros()));
@@ -251,7 +254,7 @@ impl Island {
                 }
             };
             if g.count > 0.0 && g.inverse_mass > 0.0 {
-                let force = &mut self.group_force[at].1;
+                let force = &mut self.group_force[g.force].1;
                 let trial = *force - g.slip / (g.count * h * h * g.inverse_mass);
                 let n = g.normal.try_normalize(1e-12).unwrap_or_else(Vec3::zeros);
                 *force = project(trial, &n, g.limit, model);
@@ -267,11 +270,7 @@ impl Island {
             }
             let g = &self.groups[group as usize];
             let (share, local_slip) = if g.inverse_mass > 0.0 {
-                let total = self
-                    .group_force
-                    .iter()
-                    .find(|f| f.0 == g.key)
-                    .map_or_else(Vec3::zeros, |f| f.1);
+                let total = self.group_force[g.force].1;
                 (
                     sign * total * (self.lambda[i] / g.normal_force),
                     slip - sign * g.slip / g.count,

@@ -188,7 +188,7 @@ fn broadphase(resolution: usize, edges_on: bool) -> (usize, f64) {
         detect_soft_contacts(&sa, &sb, 0.01, 0.05, &mut pairs, &mut out);
         detect_soft_contacts(&sb, &sa, 0.01, 0.05, &mut pairs, &mut out);
         if edges_on {
-            detect_edge_contacts(&sa, &sb, 0.01, &mut pairs, &mut edges);
+            detect_edge_contacts(&sa, &sb, 0.01, false, &mut pairs, &mut edges);
         }
     };
     run();

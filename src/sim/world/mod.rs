@@ -58,12 +58,12 @@ pub struct WorldSettings {
     /// Whether a body collides with itself (a bar bent onto itself, a folded sheet); costs a
     /// self-test of every body's surface each iteration. Default: false.
     pub self_collision: bool,
-    /// Whether contacts between two soft bodies include edge-edge pairs besides the
+    /// Whether contacts between soft surfaces include edge-edge pairs besides the
     /// vertex-triangle ones: convex creases crossing between their vertices, as where a cube's
-    /// overhanging edge rests across the edge of the cube below
-    /// ([`crate::sim::contact::edge_edge`]). Not used within one body. Default: true: without
-    /// them a stack of cubes crosses at its edges. Off, the broadphase costs about half (see
-    /// the README's performance figures).
+    /// overhanging edge rests across the edge of the cube below, or a surface draped over a
+    /// crease ([`crate::sim::contact::edge_edge`]); within one body too when
+    /// [`Self::self_collision`] is on. Default: true: without them a stack of cubes crosses at
+    /// its edges. Off, the broadphase costs about half (see the README's performance figures).
     pub edge_contacts: bool,
     /// Separation (m) kept between touching soft surfaces, so that they never share a plane.
     /// Default: 5e-4.

@@ -278,8 +278,7 @@ fn swept_surface(i: usize, body: &SoftBody) -> SoftSurface<'_> {
 }
 
 /// Phase 2: soft contacts between every pair of bodies (and within each, for self-collision):
-/// vertex-triangle both ways, and edge-edge once per pair of distinct bodies (within one body
-/// they made a bar pressed onto itself cross more, not less: see the closing note of issue 4).
+/// vertex-triangle both ways, and edge-edge once per unordered pair.
 fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState) {
     st.soft_contacts.clear();
     st.edge_contacts.clear();
@@ -297,11 +296,12 @@ fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState
                 &mut st.pairs,
                 &mut st.soft_contacts,
             );
-            if settings.edge_contacts && a < b {
+            if settings.edge_contacts && a <= b {
                 detect_edge_contacts(
                     &swept_surface(a, ba),
                     &swept_surface(b, bb),
                     settings.contact_margin,
+                    a == b,
                     &mut st.pairs,
                     &mut st.edge_contacts,
                 );

@@ -82,9 +82,10 @@ pub struct DeformableConfig {
     pub soft_contacts: bool,
     /// Whether each body collides with itself (costs a self-test per iteration). Default: false.
     pub self_collision: bool,
-    /// Whether contacts between two soft bodies include edge-edge pairs besides vertex-triangle
+    /// Whether contacts between soft surfaces include edge-edge pairs besides vertex-triangle
     /// ones (keeps crossing creases, like the edges of stacked cubes, from cutting through each
-    /// other). Default: true.
+    /// other; with `self_collision`, also a body's folded layer draped over its own edge).
+    /// Default: true.
     pub edge_contacts: bool,
     /// How Coulomb friction bounds the tangential impulse. Default: cone.
     pub friction_model: FrictionModel,

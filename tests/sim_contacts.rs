@@ -300,8 +300,9 @@ fn fold_bar(self_collision: bool) -> usize {
     // The left end's centre follows a half ellipse over the bar to x = +0.3 while the end
     // turns with it, as a hand folding the bar would: its cross-section is rotated by the
     // angle `s` travelled, so that the face that was on top ends up facing down, held by
-    // 400 N/m attachments 1.5 cm below the top of the lower layer (its centre 3.5 cm above the
-    // floor: 0.0251 + 2 * 0.0175 m).
+    // 400 N/m attachments 1.5 cm below the top of the lower layer (the end's centre at
+    // 0.0251 + 2 * 0.0175 = 0.0601 m, its lower face at 0.0351 m; the lower layer's top is at
+    // 0.0501 m).
     let steps = 150;
     for step in 0..=steps + 60 {
         let s = (step.min(steps) as f64 / steps as f64) * std::f64::consts::PI;

@@ -60,10 +60,11 @@ pub struct WorldSettings {
     pub self_collision: bool,
     /// Whether contacts between soft surfaces include edge-edge pairs besides the
     /// vertex-triangle ones: convex creases crossing between their vertices, as where a cube's
-    /// overhanging edge rests across the edge of the cube below, or a surface draped over a
-    /// crease ([`crate::sim::contact::edge_edge`]); within one body too when
-    /// [`Self::self_collision`] is on. Default: true: without them a stack of cubes crosses at
-    /// its edges. Off, the broadphase costs about half (see the README's performance figures).
+    /// overhanging edge rests across the edge of the cube below
+    /// ([`crate::sim::contact::edge_edge`]). With [`Self::self_collision`] also within one body,
+    /// and there also a crease pressed into a face draped over it (a folded layer over the side
+    /// edge of the layer below). Default: true: without them a stack of cubes crosses at its
+    /// edges. Off, the broadphase costs about half (see the README's performance figures).
     pub edge_contacts: bool,
     /// Separation (m) kept between touching soft surfaces, so that they never share a plane.
     /// Default: 5e-4.

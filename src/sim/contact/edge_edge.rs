@@ -157,10 +157,8 @@ fn exit_through_edge(mesh: &TetMesh, x: &[Vec3], e: usize, d: &Vec3) -> Exit {
     };
     let convex = f1.dot(&(x[far as usize] - x[edge[0] as usize])) < 0.0;
     if !convex || f1.dot(&f2) > CREASE_COS {
-        return match d.dot(&f1) > FRONT_SLACK && d.dot(&f2) > FRONT_SLACK {
-            true => Exit::Front,
-            false => Exit::No,
-        };
+        let in_front = d.dot(&f1) > FRONT_SLACK && d.dot(&f2) > FRONT_SLACK;
+        return if in_front { Exit::Front } else { Exit::No };
     }
     let near_face = d.dot(&f1) >= CONE_SLACK_COS || d.dot(&f2) >= CONE_SLACK_COS;
     let between = f1.cross(d).dot(&d.cross(&f2)) > 0.0 && d.dot(&(f1 + f2)) > 0.0;

@@ -77,6 +77,8 @@ pub struct DeformableDiagnostics {
     pub bodies: usize,
     /// Bodies frozen now (after a numerical failure; a reset unfreezes them).
     pub frozen_bodies: usize,
+    /// Bodies whose rigid motion settling damped in the last step.
+    pub settling_bodies: usize,
 }
 
 impl DeformableDiagnostics {
@@ -100,6 +102,7 @@ impl DeformableDiagnostics {
         self.soft_contacts = r.soft_contacts;
         self.islands = r.islands;
         self.largest_island = r.largest_island;
+        self.settling_bodies = r.settling_bodies;
         self.contact_regions = r.lcp.regions;
         self.largest_region = r.lcp.largest_region;
         self.lcp_iterations = r.lcp.cg_iterations + r.lcp.gs_sweeps;

@@ -95,6 +95,14 @@ pub struct DeformableConfig {
     pub lcp_max_sweeps: u32,
     /// Solve the contact LCP region by region (the default) or as one problem. Default: true.
     pub separate_regions: bool,
+    /// Rigid speed (m/s) under which a body counts as slow for settling. Default: 0.03.
+    pub settling_speed: f32,
+    /// How long (s) a body must stay slow before settling damps its rigid motion.
+    /// Default: 0.25.
+    pub settling_delay: f32,
+    /// Damping rate (1/s) of a settling body's rigid motion (0: off), so that stacks and piles
+    /// come to rest; deformation is left to the material's damping. Default: 10.
+    pub settling_damping: f32,
     /// Stops stepping (bodies keep their state). Default: false.
     #[serde(skip)]
     pub paused: bool,
@@ -124,6 +132,9 @@ impl Default for DeformableConfig {
             restitution_threshold: w.restitution_threshold as f32,
             lcp_max_sweeps: w.lcp.max_sweeps as u32,
             separate_regions: w.separate_regions,
+            settling_speed: w.settling.speed as f32,
+            settling_delay: w.settling.delay as f32,
+            settling_damping: w.settling.damping as f32,
             paused: false,
             single_step: false,
             interpolate: true,
@@ -150,6 +161,11 @@ impl DeformableConfig {
         settings.restitution_threshold = self.restitution_threshold.max(0.0) as f64;
         settings.lcp.max_sweeps = self.lcp_max_sweeps as usize;
         settings.separate_regions = self.separate_regions;
+        settings.settling = sim::Settling {
+            speed: self.settling_speed.max(0.0) as f64,
+            delay: self.settling_delay.max(0.0) as f64,
+            damping: self.settling_damping.max(0.0) as f64,
+        };
     }
 }
 

@@ -335,6 +335,11 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
                 .logarithmic(true)
                 .text("freeze above (m/s)"),
         );
+        ui.add(egui::Slider::new(&mut c.settling_speed, 0.0..=0.2).text("settle below (m/s)"));
+        ui.add(egui::Slider::new(&mut c.settling_delay, 0.0..=2.0).text("settle after (s)"));
+        ui.add(
+            egui::Slider::new(&mut c.settling_damping, 0.0..=50.0).text("settling damping (1/s)"),
+        );
         if c != *p.config {
             *p.config = c;
         }
@@ -456,6 +461,7 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                     };
                     row("bodies", format!("{}", s.bodies));
                     row("frozen bodies", format!("{}", s.frozen_bodies));
+                    row("settling bodies", format!("{}", s.settling_bodies));
                     row("inverted tets", format!("{}", s.inverted_tets));
                     row(
                         "contacts (active)",

@@ -45,5 +45,6 @@ pub use pd::PointSpring;
 pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
-    BodyHandle, ContactPoint, FreezeReason, ObstacleHandle, SoftWorld, StepReport, WorldSettings,
+    BodyHandle, ContactPoint, FreezeReason, ObstacleHandle, Settling, SoftWorld, StepReport,
+    WorldSettings,
 };

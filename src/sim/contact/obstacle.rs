@@ -523,6 +523,16 @@ impl Obstacle {
         self.linear_velocity
     }
 
+    /// Angular velocity (rad/s), about the obstacle's position.
+    pub fn angular_velocity(&self) -> Vec3 {
+        self.angular_velocity
+    }
+
+    /// Whether the obstacle moves (a non-zero linear or angular velocity).
+    pub fn is_moving(&self) -> bool {
+        self.linear_velocity != Vec3::zeros() || self.angular_velocity != Vec3::zeros()
+    }
+
     /// Friction coefficient.
     pub fn friction(&self) -> f64 {
         self.surface.friction

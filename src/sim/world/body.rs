@@ -76,6 +76,8 @@ pub struct SoftBody {
     /// How long the last rebuild or refactorization took.
     pub(crate) last_refactor: Option<std::time::Duration>,
     pub(crate) frozen: Option<FreezeReason>,
+    /// How long (s) the body's rigid motion has been slower than the settling speed.
+    pub(crate) slow_for: f64,
     /// Statistics of the last step and the reason if that step froze the body.
     pub(crate) last_step: (super::report::BodyStepStats, Option<FreezeReason>),
     pub(crate) ws: Workspace,
@@ -106,6 +108,7 @@ impl SoftBody {
             grab: None,
             last_refactor: None,
             frozen: None,
+            slow_for: 0.0,
             last_step: Default::default(),
             ws: Workspace::default(),
         }

@@ -174,6 +174,7 @@ impl SoftWorld {
             b.rebuild = b.rebuild.max_with(Rebuild::Numeric);
         }
         b.frozen = None;
+        b.slow_for = 0.0;
         b.ws.frames
             .iter_mut()
             .for_each(|f| *f = crate::sim::math::Mat3::identity());

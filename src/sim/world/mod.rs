@@ -14,6 +14,7 @@ mod body;
 mod interact;
 mod island;
 mod report;
+mod settling;
 mod step;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use thiserror::Error;
 
 pub use body::SoftBody;
 pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
+pub use settling::Settling;
 pub use step::ContactPoint;
 
 use super::contact::{ContactLcp, LcpSettings, Obstacle};
@@ -82,6 +84,9 @@ pub struct WorldSettings {
     /// Solve the contact LCP region by region (true) or as one monolithic problem (false, the
     /// baseline of `contact-regions-lcp-friction.txt`). Default: true.
     pub separate_regions: bool,
+    /// Extra damping of the rigid motion of bodies that have moved slowly for a while, so that
+    /// stacks and piles come to rest (see [`Settling`]). Default: [`Settling::default`].
+    pub settling: Settling,
 }
 
 impl Default for WorldSettings {
@@ -102,6 +107,7 @@ impl Default for WorldSettings {
             restitution_threshold: 0.5,
             lcp: LcpSettings::default(),
             separate_regions: true,
+            settling: Settling::default(),
         }
     }
 }
@@ -191,7 +197,15 @@ impl SoftWorld {
 
     /// Mutable settings; changes apply from the next step.
     pub fn settings_mut(&mut self) -> &mut WorldSettings {
+        self.restart_settling();
         &mut self.settings
+    }
+
+    /// Every body's settling clock back to zero, after an edit that may set resting bodies
+    /// moving (gravity, a removed support): they start undamped. A moving obstacle needs none:
+    /// the bodies it touches do not settle while it moves.
+    fn restart_settling(&mut self) {
+        self.bodies.iter_mut().for_each(|b| b.slow_for = 0.0);
     }
 
     fn fresh_id(&mut self) -> u32 {
@@ -265,6 +279,7 @@ impl SoftWorld {
                 self.bodies.remove(i);
                 self.body_ids.remove(i);
                 self.state.forget_friction();
+                self.restart_settling();
                 true
             }
             Err(_) => false,
@@ -290,6 +305,7 @@ impl SoftWorld {
             Some(i) => {
                 self.obstacles.remove(i);
                 self.obstacle_ids.remove(i);
+                self.restart_settling();
                 true
             }
             None => false,
@@ -376,6 +392,7 @@ impl SoftWorld {
         let b = self.body_mut(h)?;
         if b.material != material {
             b.material = material;
+            b.slow_for = 0.0;
             b.rebuild = b.rebuild.max_with(Rebuild::Numeric);
         }
         Ok(())
@@ -618,15 +635,17 @@ impl SoftWorld {
                     h,
                     &mut self.state,
                 );
-                let mut inverted = 0;
+                let (mut inverted, mut settling) = (0, 0);
                 for (b, &id) in self.bodies.iter_mut().zip(&self.body_ids) {
                     report.add_body(&b.last_step.0);
                     inverted += b.last_step.0.inverted_tets;
+                    settling += usize::from(b.last_step.0.settling);
                     if let Some(reason) = b.last_step.1.take() {
                         report.frozen.push((BodyHandle(id), reason));
                     }
                 }
                 report.inverted_tets = report.inverted_tets.max(inverted);
+                report.settling_bodies = report.settling_bodies.max(settling);
                 report.soft_contacts = report.soft_contacts.max(summary.soft_contacts);
                 report.islands = report.islands.max(summary.islands);
                 report.largest_island = report.largest_island.max(summary.largest_island);

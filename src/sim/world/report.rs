@@ -106,6 +106,8 @@ pub struct BodyStepStats {
     pub max_penetration: f64,
     /// Tets with non-positive volume after the step (the PD projections turn them back).
     pub inverted_tets: usize,
+    /// Whether the body's rigid motion was damped by settling ([`super::Settling`]).
+    pub settling: bool,
 }
 
 /// What [`super::SoftWorld::step`] did.
@@ -133,6 +135,8 @@ pub struct StepReport {
     /// Tets with non-positive volume after the step, summed over bodies (the largest count over
     /// substeps).
     pub inverted_tets: usize,
+    /// Bodies whose rigid motion settling damped (the most over substeps).
+    pub settling_bodies: usize,
     /// Soft-soft contacts (vertex against triangle) detected at the start of the step,
     /// self-collisions included.
     pub soft_contacts: usize,

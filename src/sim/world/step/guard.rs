@@ -1,23 +1,26 @@
-//! Phase 6 of a step: a failed QP freezes its bodies; otherwise deformation damping and the
-//! guard that freezes a body whose state ran away.
+//! Phase 6 of a step: a failed QP freezes its bodies; otherwise deformation damping, settling
+//! and the guard that freezes a body whose state ran away.
 
 use std::time::Instant;
 
 use super::super::WorldSettings;
 use super::super::body::SoftBody;
 use super::super::report::FreezeReason;
+use super::super::settling::{RigidMotion, settle};
 use crate::sim::contact::{Obstacle, detect_contacts};
-use crate::sim::math::{Mat3, Vec3, all_finite};
+use crate::sim::math::{Vec3, all_finite};
 use crate::sim::pd::PINNED;
 
-/// Phase 6 for one body: a failed QP freezes it; otherwise damping, the guard, the deepest
-/// obstacle penetration, and the new last good state.
+/// Phase 6 for one body: a failed QP freezes it; otherwise damping (settling only if
+/// `supported`: touching an obstacle or another body), the guard, the deepest obstacle
+/// penetration, and the new last good state.
 pub(super) fn finish(
     body: &mut SoftBody,
     obstacles: &[Obstacle],
     settings: &WorldSettings,
     h: f64,
     failure: Option<FreezeReason>,
+    supported: bool,
 ) {
     if body.frozen.is_some() {
         return;
@@ -25,7 +28,10 @@ pub(super) fn finish(
     let t = Instant::now();
     let verdict = match failure {
         Some(reason) => Err(reason),
-        None => guard(body, settings, h),
+        None => {
+            let settles = supported && !held(body, obstacles);
+            guard(body, settings, h, settles)
+        }
     };
     match verdict {
         Ok(()) => {
@@ -42,14 +48,36 @@ pub(super) fn finish(
     body.last_step.0.timings.velocity += t.elapsed();
 }
 
-/// Damping of the deformation, then the checks that freeze a body.
-fn guard(body: &mut SoftBody, settings: &WorldSettings, h: f64) -> Result<(), FreezeReason> {
+/// Whether the body is held or carried, and so never settles: pinned vertices, attachments, a
+/// grab spring, or a moving obstacle under it (a tilting plane must be able to tip a block that
+/// rests on it at exactly its friction angle).
+fn held(body: &SoftBody, obstacles: &[Obstacle]) -> bool {
+    body.grab.is_some()
+        || body.pinned.iter().any(|&p| p)
+        || body.attach_k.iter().any(|&k| k > 0.0)
+        || body
+            .ws
+            .touching
+            .iter()
+            .any(|&o| obstacles.get(o as usize).is_some_and(Obstacle::is_moving))
+}
+
+/// Damping of the deformation and, where the body `settles` (supported and not held),
+/// settling; then the checks that freeze a body.
+fn guard(
+    body: &mut SoftBody,
+    settings: &WorldSettings,
+    h: f64,
+    settles: bool,
+) -> Result<(), FreezeReason> {
     let SoftBody {
         pd,
         x,
         v,
         material,
         ws,
+        slow_for,
+        last_step,
         ..
     } = body;
     let Some(pd) = pd.as_ref() else {
@@ -68,6 +96,12 @@ fn guard(body: &mut SoftBody, settings: &WorldSettings, h: f64) -> Result<(), Fr
     if material.damping > 0.0 {
         damp_deformation(x, v, masses, pd.dof_map(), (-material.damping * h).exp());
     }
+    last_step.0.settling = if settles {
+        settle(&settings.settling, x, v, masses, slow_for, h)
+    } else {
+        *slow_for = 0.0;
+        false
+    };
     if !(all_finite(x) && all_finite(v)) {
         return Err(FreezeReason::NonFiniteState);
     }
@@ -89,26 +123,15 @@ fn guard(body: &mut SoftBody, settings: &WorldSettings, h: f64) -> Result<(), Fr
 
 /// Scales the non-rigid part of the free vertices' velocities by `factor`.
 fn damp_deformation(x: &[Vec3], v: &mut [Vec3], masses: &[f64], dof: &[u32], factor: f64) {
-    let total: f64 = masses.iter().sum();
-    if !(total > 0.0) {
+    let Some(rigid) = RigidMotion::of(x, v, masses) else {
         return;
-    }
-    let c = x.iter().zip(masses).map(|(p, &m)| m * p).sum::<Vec3>() / total;
-    let vcm = v.iter().zip(masses).map(|(u, &m)| m * u).sum::<Vec3>() / total;
-    let mut l = Vec3::zeros();
-    let mut inertia = Mat3::zeros();
-    for ((p, u), &m) in x.iter().zip(v.iter()).zip(masses) {
-        let r = p - c;
-        l += m * r.cross(&(u - vcm));
-        inertia += m * (Mat3::identity() * r.norm_squared() - r * r.transpose());
-    }
-    let omega = inertia.try_inverse().map_or(Vec3::zeros(), |inv| inv * l);
+    };
     for i in 0..v.len() {
         if dof[i] == PINNED {
             continue;
         }
-        let rigid = vcm + omega.cross(&(x[i] - c));
-        v[i] = rigid + (v[i] - rigid) * factor;
+        let r = rigid.velocity_at(&x[i]);
+        v[i] = r + (v[i] - r) * factor;
     }
 }
 

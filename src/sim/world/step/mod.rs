@@ -21,8 +21,9 @@
 //!    (the paper's eq. (12)) but applied before it through the bodies' prefactored matrices
 //!    ([`super::island::Island::restitution_force`]): a velocity-level restitution impulse on
 //!    the few contact vertices would hand them the whole body's rebound momentum.
-//! 6. **Guard** (per body): deformation damping; a non-finite state, a runaway speed or energy
-//!    freezes the body at its last good state.
+//! 6. **Guard** (per body): deformation damping; settling of slow, supported bodies
+//!    ([`super::settling`]); a non-finite state, a runaway speed or energy freezes the body at
+//!    its last good state.
 
 use std::time::{Duration, Instant};
 
@@ -137,12 +138,15 @@ pub(crate) fn substep(
 
     let failures = &st.failures;
     let island_of = &st.island_of;
+    let island_size = &st.island_size;
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-        let failure = match island_of[i] {
-            NO_ISLAND => None,
-            id => failures[id as usize].clone(),
+        let (failure, shared) = match island_of[i] {
+            NO_ISLAND => (None, false),
+            id => (failures[id as usize].clone(), island_size[id as usize] > 1),
         };
-        guard::finish(b, obstacles, settings, h, failure);
+        // Resting needs a support: an obstacle touched, or another body in the island.
+        let supported = shared || !b.ws.touching.is_empty();
+        guard::finish(b, obstacles, settings, h, failure, supported);
     });
     summary
 }

@@ -18,8 +18,9 @@
 //! pushed just past its friction threshold crawls at `a / damping` until that exceeds the speed
 //! threshold. Only a supported body settles — one touching an obstacle or another body: a body
 //! drifting slowly through the air (or in zero gravity) keeps its motion. Bodies with pinned
-//! vertices, attachments or a grab spring, and bodies touching a moving obstacle, never settle:
-//! they are held or carried, and their slow swinging is theirs.
+//! vertices, attachments or a grab spring, and bodies touching a moving obstacle, never settle,
+//! nor does anything in their island (a body resting on a slowly lifted one): they are held or
+//! carried, and their slow motion is theirs.
 
 use crate::sim::math::{Mat3, Vec3};
 

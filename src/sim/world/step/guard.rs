@@ -11,16 +11,16 @@ use crate::sim::contact::{Obstacle, detect_contacts};
 use crate::sim::math::{Vec3, all_finite};
 use crate::sim::pd::PINNED;
 
-/// Phase 6 for one body: a failed QP freezes it; otherwise damping (settling only if
-/// `supported`: touching an obstacle or another body), the guard, the deepest obstacle
-/// penetration, and the new last good state.
+/// Phase 6 for one body: a failed QP freezes it; otherwise damping (settling only if it
+/// `settles`: see [`held`] and the caller), the guard, the deepest obstacle penetration, and
+/// the new last good state.
 pub(super) fn finish(
     body: &mut SoftBody,
     obstacles: &[Obstacle],
     settings: &WorldSettings,
     h: f64,
     failure: Option<FreezeReason>,
-    supported: bool,
+    settles: bool,
 ) {
     if body.frozen.is_some() {
         return;
@@ -28,10 +28,7 @@ pub(super) fn finish(
     let t = Instant::now();
     let verdict = match failure {
         Some(reason) => Err(reason),
-        None => {
-            let settles = supported && !held(body, obstacles);
-            guard(body, settings, h, settles)
-        }
+        None => guard(body, settings, h, settles),
     };
     match verdict {
         Ok(()) => {
@@ -51,7 +48,7 @@ pub(super) fn finish(
 /// Whether the body is held or carried, and so never settles: pinned vertices, attachments, a
 /// grab spring, or a moving obstacle under it (a tilting plane must be able to tip a block that
 /// rests on it at exactly its friction angle).
-fn held(body: &SoftBody, obstacles: &[Obstacle]) -> bool {
+pub(super) fn held(body: &SoftBody, obstacles: &[Obstacle]) -> bool {
     body.grab.is_some()
         || body.pinned.iter().any(|&p| p)
         || body.attach_k.iter().any(|&k| k > 0.0)
@@ -62,8 +59,8 @@ fn held(body: &SoftBody, obstacles: &[Obstacle]) -> bool {
             .any(|&o| obstacles.get(o as usize).is_some_and(Obstacle::is_moving))
 }
 
-/// Damping of the deformation and, where the body `settles` (supported and not held),
-/// settling; then the checks that freeze a body.
+/// Damping of the deformation and, where the body `settles`, settling; then the checks that
+/// freeze a body.
 fn guard(
     body: &mut SoftBody,
     settings: &WorldSettings,

@@ -64,6 +64,8 @@ pub(crate) struct StepState {
     failures: Vec<Option<FreezeReason>>,
     /// Per island: the rebound velocity its contacts lack, then the scale of its response.
     deficits: Vec<Option<f64>>,
+    /// Per island: whether one of its bodies is held or carried (none of them settles).
+    held: Vec<bool>,
     lcp: ContactLcp,
     /// First global vertex id of each body, plus the total.
     vertex_offsets: Vec<u32>,
@@ -136,17 +138,30 @@ pub(crate) fn substep(
     summary.lcp = respond::respond(bodies, obstacles, settings, h, st);
     summary.lcp_time = t.elapsed();
 
+    // Settling: a body settles if supported (an obstacle touched, or another body in its
+    // island) and nothing in its island is held or carried (a body on a slowly lifted one is
+    // carried too).
+    st.held.clear();
+    st.held.resize(st.island_count, false);
+    for (b, &id) in bodies.iter().zip(&st.island_of) {
+        if id != NO_ISLAND && guard::held(b, obstacles) {
+            st.held[id as usize] = true;
+        }
+    }
     let failures = &st.failures;
     let island_of = &st.island_of;
     let island_size = &st.island_size;
+    let held = &st.held;
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-        let (failure, shared) = match island_of[i] {
+        let (failure, settles) = match island_of[i] {
             NO_ISLAND => (None, false),
-            id => (failures[id as usize].clone(), island_size[id as usize] > 1),
+            id => {
+                let id = id as usize;
+                let supported = island_size[id] > 1 || !b.ws.touching.is_empty();
+                (failures[id].clone(), supported && !held[id])
+            }
         };
-        // Resting needs a support: an obstacle touched, or another body in the island.
-        let supported = shared || !b.ws.touching.is_empty();
-        guard::finish(b, obstacles, settings, h, failure, supported);
+        guard::finish(b, obstacles, settings, h, failure, settles);
     });
     summary
 }

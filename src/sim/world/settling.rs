@@ -95,7 +95,7 @@ impl RigidMotion {
         self.v_cm + self.omega.cross(&(p - self.c))
     }
 
-    /// The fastest (m/s) any of the points `x` moves by this motion, bounded from above by
+    /// An upper bound (m/s) on the speed of any of the points `x` under this motion:
     /// `|v_cm| + |omega| max |x - c|`.
     pub fn speed_bound(&self, x: &[Vec3]) -> f64 {
         let reach = x.iter().map(|p| (p - self.c).norm()).fold(0.0, f64::max);
@@ -122,7 +122,9 @@ pub(crate) fn settle(
         *slow_for = 0.0;
         return false;
     };
-    if rigid.speed_bound(x) >= settling.speed {
+    // A non-finite state counts as fast (the guard that follows freezes the body).
+    let speed = rigid.speed_bound(x);
+    if speed.is_nan() || speed >= settling.speed {
         *slow_for = 0.0;
         return false;
     }

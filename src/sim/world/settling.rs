@@ -103,25 +103,21 @@ impl RigidMotion {
     }
 }
 
-/// One step of settling for a body: updates how long it has been slow (`slow_for`, s) and, once
-/// that reaches the delay, damps the rigid part of the velocities `v`. Returns whether it
-/// damped. The caller leaves held bodies out.
+/// One step of settling for a body whose rigid motion is `rigid`: updates how long it has been
+/// slow (`slow_for`, s) and, once that reaches the delay, damps the rigid part of the
+/// velocities `v`. Returns whether it damped. The caller leaves held bodies out.
 pub(crate) fn settle(
     settling: &Settling,
+    rigid: &RigidMotion,
     x: &[Vec3],
     v: &mut [Vec3],
-    masses: &[f64],
     slow_for: &mut f64,
     h: f64,
 ) -> bool {
-    let Some(rigid) = settling
-        .enabled()
-        .then(|| RigidMotion::of(x, v, masses))
-        .flatten()
-    else {
+    if !settling.enabled() {
         *slow_for = 0.0;
         return false;
-    };
+    }
     // A non-finite state counts as fast (the guard that follows freezes the body).
     let speed = rigid.speed_bound(x);
     if speed.is_nan() || speed >= settling.speed {
@@ -143,6 +139,19 @@ pub(crate) fn settle(
 mod tests {
     use super::*;
     use crate::sim::math::Vec3;
+
+    /// [`settle`] with the rigid motion of `x`, `v`, `m`.
+    fn settle_body(
+        settling: &Settling,
+        x: &[Vec3],
+        v: &mut [Vec3],
+        m: &[f64],
+        slow_for: &mut f64,
+        h: f64,
+    ) -> bool {
+        let rigid = RigidMotion::of(x, v, m).unwrap();
+        settle(settling, &rigid, x, v, slow_for, h)
+    }
 
     fn square() -> (Vec<Vec3>, Vec<f64>) {
         let x = vec![
@@ -183,7 +192,7 @@ mod tests {
         let h = 0.02;
         let mut damped_steps = 0;
         for _ in 0..10 {
-            if settle(&settling, &x, &mut v, &m, &mut slow_for, h) {
+            if settle_body(&settling, &x, &mut v, &m, &mut slow_for, h) {
                 damped_steps += 1;
             }
         }
@@ -203,11 +212,11 @@ mod tests {
         let spin = Vec3::new(0.0, 0.05, 0.0);
         let mut v: Vec<Vec3> = x.iter().map(|p| spin.cross(p)).collect();
         // |omega| r_max = 0.05 m/s > 0.03: fast, and the clock restarts.
-        assert!(!settle(&settling, &x, &mut v, &m, &mut slow_for, 0.01));
+        assert!(!settle_body(&settling, &x, &mut v, &m, &mut slow_for, 0.01));
         assert_eq!(slow_for, 0.0);
         let mut still = vec![Vec3::zeros(); 6];
         let mut slow_for = 1.0;
-        assert!(!settle(
+        assert!(!settle_body(
             &Settling::OFF,
             &x,
             &mut still,

@@ -89,15 +89,22 @@ fn guard(
             .sum::<f64>()
     };
     let ke_before = kinetic(&ws.v_start);
+    // The rigid motion, computed once for both dampings: damping the deformation leaves it as
+    // it is (what it scales carries no momentum), and a settling body has no pinned vertex.
+    let damps = material.damping > 0.0;
+    let rigid = (damps || settles)
+        .then(|| RigidMotion::of(x, v, masses))
+        .flatten();
     // Damping of the deformation only: rigid translation and rotation are kept.
-    if material.damping > 0.0 {
-        damp_deformation(x, v, masses, pd.dof_map(), (-material.damping * h).exp());
+    if let Some(rigid) = rigid.as_ref().filter(|_| damps) {
+        damp_deformation(x, v, rigid, pd.dof_map(), (-material.damping * h).exp());
     }
-    last_step.0.settling = if settles {
-        settle(&settings.settling, x, v, masses, slow_for, h)
-    } else {
-        *slow_for = 0.0;
-        false
+    last_step.0.settling = match rigid.as_ref().filter(|_| settles) {
+        Some(rigid) => settle(&settings.settling, rigid, x, v, slow_for, h),
+        None => {
+            *slow_for = 0.0;
+            false
+        }
     };
     if !(all_finite(x) && all_finite(v)) {
         return Err(FreezeReason::NonFiniteState);
@@ -118,11 +125,8 @@ fn guard(
     Ok(())
 }
 
-/// Scales the non-rigid part of the free vertices' velocities by `factor`.
-fn damp_deformation(x: &[Vec3], v: &mut [Vec3], masses: &[f64], dof: &[u32], factor: f64) {
-    let Some(rigid) = RigidMotion::of(x, v, masses) else {
-        return;
-    };
+/// Scales the free vertices' velocities relative to the body's `rigid` motion by `factor`.
+fn damp_deformation(x: &[Vec3], v: &mut [Vec3], rigid: &RigidMotion, dof: &[u32], factor: f64) {
     for i in 0..v.len() {
         if dof[i] == PINNED {
             continue;

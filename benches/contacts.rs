@@ -60,7 +60,9 @@ fn compare(problems: &mut [ContactLcp], settings: &LcpSettings) -> LcpComparison
 /// steps.
 fn static_pile() -> Vec<ContactLcp> {
     let mut world = SoftWorld::new(WorldSettings::default());
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .expect("valid obstacle");
     let wall = 0.45;
     for (normal, offset) in [
         (Vec3::x(), Vec3::new(-wall, 0.0, 0.0)),
@@ -68,7 +70,9 @@ fn static_pile() -> Vec<ContactLcp> {
         (Vec3::z(), Vec3::new(0.0, 0.0, -wall)),
         (-Vec3::z(), Vec3::new(0.0, 0.0, wall)),
     ] {
-        world.add_obstacle(Obstacle::halfspace(normal).unwrap().with_position(offset));
+        world
+            .add_obstacle(Obstacle::halfspace(normal).unwrap().with_position(offset))
+            .expect("valid obstacle");
     }
     for i in 0..20 {
         let (col, layer) = (i % 4, i / 4);

@@ -51,7 +51,9 @@ fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
             Vec3::new(0.0, -lo.y + 0.02, 0.0),
         )
         .expect("valid body");
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"));
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"))
+        .expect("valid obstacle");
     let first = world.step(DT).expect("valid dt");
     let (mut total, mut local, mut global, mut contact, mut its) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -78,6 +78,10 @@ pub struct DeformableConfig {
     pub contact_margin: f32,
     /// A vertex faster than this (m/s) freezes its body. Default: 100.
     pub max_speed: f32,
+    /// The fastest (m/s) a contact pushes a body out of a penetration it started a step in
+    /// (an overlapping spawn, a teleport); see [`WorldSettings::max_depenetration_speed`].
+    /// Default: 1.
+    pub max_depenetration_speed: f32,
     /// Whether soft bodies collide with each other. Default: true.
     pub soft_contacts: bool,
     /// Whether each body collides with itself (costs a self-test per iteration). Default: false.
@@ -125,6 +129,7 @@ impl Default for DeformableConfig {
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
             contact_margin: w.contact_margin as f32,
             max_speed: w.max_speed as f32,
+            max_depenetration_speed: w.max_depenetration_speed as f32,
             soft_contacts: w.soft_contacts,
             self_collision: w.self_collision,
             edge_contacts: w.edge_contacts,
@@ -143,14 +148,39 @@ impl Default for DeformableConfig {
 }
 
 impl DeformableConfig {
+    /// Writes the config into the world's settings, clamped into the ranges
+    /// [`WorldSettings::validate`] accepts (a value out of range from a slider or a tuning
+    /// file is clamped; a non-finite one keeps the default), so the world never refuses to
+    /// step.
     fn apply(&self, settings: &mut WorldSettings) {
-        settings.gravity = to_sim(self.gravity);
-        settings.substeps = self.substeps.max(1) as usize;
-        settings.pd_iterations = self.pd_iterations.max(1) as usize;
-        settings.mprgp.tolerance = self.mprgp_tolerance.max(0.0) as f64;
-        settings.mprgp.max_iterations = self.mprgp_max_iterations as usize;
-        settings.contact_margin = self.contact_margin.max(0.0) as f64;
-        settings.max_speed = self.max_speed as f64;
+        let d = WorldSettings::default();
+        let or_default = |v: f32, default: f64| {
+            if v.is_finite() && v > 0.0 {
+                v as f64
+            } else {
+                default
+            }
+        };
+        let non_negative = |v: f32, default: f64| {
+            if v.is_finite() {
+                v.max(0.0) as f64
+            } else {
+                default
+            }
+        };
+        settings.gravity = if self.gravity.is_finite() {
+            to_sim(self.gravity)
+        } else {
+            d.gravity
+        };
+        settings.substeps = (self.substeps as usize).clamp(1, sim::MAX_SUBSTEPS);
+        settings.pd_iterations = (self.pd_iterations as usize).clamp(1, sim::MAX_PD_ITERATIONS);
+        settings.mprgp.tolerance = or_default(self.mprgp_tolerance, d.mprgp.tolerance);
+        settings.mprgp.max_iterations = (self.mprgp_max_iterations as usize).max(1);
+        settings.contact_margin = non_negative(self.contact_margin, d.contact_margin);
+        settings.max_speed = or_default(self.max_speed, d.max_speed);
+        settings.max_depenetration_speed =
+            non_negative(self.max_depenetration_speed, d.max_depenetration_speed);
         settings.soft_contacts = self.soft_contacts;
         settings.self_collision = self.self_collision;
         settings.edge_contacts = self.edge_contacts;
@@ -158,13 +188,14 @@ impl DeformableConfig {
             FrictionModel::Cone => sim::contact::FrictionModel::Cone,
             FrictionModel::Pyramid => sim::contact::FrictionModel::Pyramid,
         };
-        settings.restitution_threshold = self.restitution_threshold.max(0.0) as f64;
+        settings.restitution_threshold =
+            non_negative(self.restitution_threshold, d.restitution_threshold);
         settings.lcp.max_sweeps = self.lcp_max_sweeps as usize;
         settings.separate_regions = self.separate_regions;
         settings.settling = sim::Settling {
-            speed: self.settling_speed.max(0.0) as f64,
-            delay: self.settling_delay.max(0.0) as f64,
-            damping: self.settling_damping.max(0.0) as f64,
+            speed: non_negative(self.settling_speed, d.settling.speed),
+            delay: non_negative(self.settling_delay, d.settling.delay),
+            damping: non_negative(self.settling_damping, d.settling.damping),
         };
     }
 }
@@ -724,14 +755,20 @@ fn sync_obstacles(
             continue;
         }
         if let Some(&h) = world.obstacle_of.get(&entity) {
-            if let Ok(o) = world.world.obstacle_mut(h) {
-                o.move_to(position, rotation, dt);
+            if let Ok(o) = world.world.obstacle_mut(h)
+                && let Err(e) = o.move_to(position, rotation, dt)
+            {
+                // The obstacle stays where it was; the game hears of it once per frame.
+                warn!("obstacle {entity} not moved: {e}");
             }
             continue;
         }
-        match obstacle.to_sim(position, rotation) {
-            Ok(o) => {
-                let h = world.world.add_obstacle(o);
+        match obstacle
+            .to_sim(position, rotation)
+            .map_err(|e| e.to_string())
+            .and_then(|o| world.world.add_obstacle(o).map_err(|e| e.to_string()))
+        {
+            Ok(h) => {
                 world.obstacle_of.insert(entity, h);
                 world.entity_of_obstacle.insert(h, entity);
             }

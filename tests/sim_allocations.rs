@@ -43,7 +43,9 @@ fn warm_steps_do_not_allocate() {
             )
             .unwrap();
     }
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
     // Warm up: factorizations, workspaces, contact buffers at their resting size.
     for _ in 0..60 {
         world.step(1.0 / 60.0).unwrap();

@@ -137,12 +137,14 @@ fn slide_distance(mu: f64, degrees: f64, model: FrictionModel) -> f64 {
     let body = world
         .add_body_with_pose(cube(0.1, 2), material, normal * 0.1, rotation)
         .unwrap();
-    world.add_obstacle(
-        Obstacle::halfspace(normal)
-            .unwrap()
-            .with_friction(mu)
-            .with_combine_rules(CombineRule::Average, CombineRule::Average),
-    );
+    world
+        .add_obstacle(
+            Obstacle::halfspace(normal)
+                .unwrap()
+                .with_friction(mu)
+                .with_combine_rules(CombineRule::Average, CombineRule::Average),
+        )
+        .unwrap();
     let mut start = Vec3::zeros();
     for step in 0..90 {
         if step == 30 {
@@ -198,13 +200,15 @@ fn tilt_under_resting_block() -> (bool, f64) {
             start,
         )
         .unwrap();
-    let plane = world.add_obstacle(
-        Obstacle::halfspace(Vec3::y())
-            .unwrap()
-            .with_rotation(start)
-            .with_friction(mu)
-            .with_combine_rules(CombineRule::Average, CombineRule::Average),
-    );
+    let plane = world
+        .add_obstacle(
+            Obstacle::halfspace(Vec3::y())
+                .unwrap()
+                .with_rotation(start)
+                .with_friction(mu)
+                .with_combine_rules(CombineRule::Average, CombineRule::Average),
+        )
+        .unwrap();
     let mut settled = false;
     for _ in 0..60 {
         settled = world.step(DT).unwrap().settling_bodies == 1;
@@ -216,7 +220,8 @@ fn tilt_under_resting_block() -> (bool, f64) {
         world
             .obstacle_mut(plane)
             .unwrap()
-            .move_to(Vec3::zeros(), turn(angle), DT);
+            .move_to(Vec3::zeros(), turn(angle), DT)
+            .unwrap();
         let report = world.step(DT).unwrap();
         assert!(report.frozen.is_empty(), "{:?}", report.frozen);
     }
@@ -308,7 +313,9 @@ fn a_block_on_a_slowly_carried_block_is_carried_along() {
 
 fn drop_stack(count: usize, settings: WorldSettings) -> (SoftWorld, Vec<BodyHandle>, f64) {
     let mut world = SoftWorld::new(settings);
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
     let size = 0.2;
     // Rubber of 1 MPa: at the preset's 200 kPa the stacks sag and drape more (see the ignored
     // tests' notes).
@@ -447,7 +454,9 @@ fn fold_bar(self_collision: bool) -> usize {
         self_collision,
         ..WorldSettings::default()
     });
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
     let mesh = Arc::new(TetMesh::cuboid(Vec3::new(0.4, 0.025, 0.05), 16));
     let lift = 0.0251;
     let bar = world
@@ -515,7 +524,9 @@ fn restitution_returns_the_approach_speed_share_without_adding_energy() {
                 Vec3::new(0.0, 0.6, 0.0),
             )
             .unwrap();
-        world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap().with_restitution(e));
+        world
+            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap().with_restitution(e))
+            .unwrap();
         let e0 = world.kinetic_energy(body).unwrap() + world.potential_energy(body).unwrap();
         let mut peak_after_bounce = f64::MIN;
         let mut bounced = false;
@@ -544,7 +555,9 @@ fn restitution_returns_the_approach_speed_share_without_adding_energy() {
 #[test]
 fn a_pile_poured_into_a_bucket_settles_without_freezing() {
     let mut world = SoftWorld::new(WorldSettings::default());
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
     let wall = 0.3;
     for (normal, at) in [
         (Vec3::x(), Vec3::new(-wall, 0.0, 0.0)),
@@ -552,7 +565,9 @@ fn a_pile_poured_into_a_bucket_settles_without_freezing() {
         (Vec3::z(), Vec3::new(0.0, 0.0, -wall)),
         (-Vec3::z(), Vec3::new(0.0, 0.0, wall)),
     ] {
-        world.add_obstacle(Obstacle::halfspace(normal).unwrap().with_position(at));
+        world
+            .add_obstacle(Obstacle::halfspace(normal).unwrap().with_position(at))
+            .unwrap();
     }
     let bodies: Vec<BodyHandle> = (0..8)
         .map(|i| {
@@ -640,13 +655,15 @@ fn slide_on_soft_slab(mu: f64) -> f64 {
         )
         .unwrap();
     // The slab itself cannot slide: its friction with the ground is high.
-    world.add_obstacle(
-        Obstacle::halfspace(normal)
-            .unwrap()
-            .with_position(-normal * 0.05)
-            .with_friction(10.0)
-            .with_combine_rules(CombineRule::Max, CombineRule::Average),
-    );
+    world
+        .add_obstacle(
+            Obstacle::halfspace(normal)
+                .unwrap()
+                .with_position(-normal * 0.05)
+                .with_friction(10.0)
+                .with_combine_rules(CombineRule::Max, CombineRule::Average),
+        )
+        .unwrap();
     let block = world
         .add_body_with_pose(
             cube(0.1, 3),

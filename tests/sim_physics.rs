@@ -70,7 +70,9 @@ fn drop_cube_on_the_floor(settling: Settling) -> (Vec<f64>, f64) {
             Vec3::new(0.0, 0.6, 0.0),
         )
         .unwrap();
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
     let energy = |w: &SoftWorld| {
         w.kinetic_energy(body).unwrap()
             + w.potential_energy(body).unwrap()
@@ -212,7 +214,9 @@ fn kinematic_paddle_pushes_a_resting_body_without_interpenetration() {
     let body = world
         .add_body(cube(0.2, 4), SoftMaterial::RUBBER, Vec3::new(0.0, 0.2, 0.0))
         .unwrap();
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
     for _ in 0..60 {
         world.step(DT).unwrap();
     }
@@ -225,16 +229,16 @@ fn kinematic_paddle_pushes_a_resting_body_without_interpenetration() {
     let paddle_obstacle = Obstacle::cuboid(half)
         .unwrap()
         .with_position(Vec3::new(-0.6, py, 0.0));
-    let paddle = world.add_obstacle(paddle_obstacle);
+    let paddle = world.add_obstacle(paddle_obstacle).unwrap();
     let speed = 1.0;
     let mut px = -0.6;
     for step in 0..60 {
         px += speed * DT;
-        world.obstacle_mut(paddle).unwrap().move_to(
-            Vec3::new(px, py, 0.0),
-            UnitQuaternion::identity(),
-            DT,
-        );
+        world
+            .obstacle_mut(paddle)
+            .unwrap()
+            .move_to(Vec3::new(px, py, 0.0), UnitQuaternion::identity(), DT)
+            .unwrap();
         let r = world.step(DT).unwrap();
         assert!(r.frozen.is_empty());
         // No surface vertex inside the paddle (beyond a millimetre).
@@ -271,7 +275,9 @@ fn a_nan_freezes_only_its_body_and_leaves_the_other_bit_identical() {
         let b = world
             .add_body(cube(0.2, 3), SoftMaterial::JELLY, Vec3::new(1.0, 0.5, 0.0))
             .unwrap();
-        world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+        world
+            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .unwrap();
         let mut trajectory = Vec::new();
         let mut frozen = None;
         for step in 0..40 {
@@ -344,12 +350,16 @@ fn same_scene_twice_is_bit_identical() {
                 Vec3::new(0.0, 0.6, 0.0),
             )
             .unwrap();
-        world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
-        world.add_obstacle(
-            Obstacle::ball(0.3)
-                .unwrap()
-                .with_position(Vec3::new(0.1, 0.0, 0.0)),
-        );
+        world
+            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .unwrap();
+        world
+            .add_obstacle(
+                Obstacle::ball(0.3)
+                    .unwrap()
+                    .with_position(Vec3::new(0.1, 0.0, 0.0)),
+            )
+            .unwrap();
         for _ in 0..40 {
             world.step(DT).unwrap();
         }
@@ -388,20 +398,22 @@ fn embedded_proxy_stops_an_obstacle_between_the_vertices() {
             proxies.push(centre);
             world.set_proxies(body, proxies).unwrap();
         }
-        let ball = world.add_obstacle(
-            Obstacle::ball(radius)
-                .unwrap()
-                .with_position(Vec3::new(0.0, 0.6, 0.0)),
-        );
+        let ball = world
+            .add_obstacle(
+                Obstacle::ball(radius)
+                    .unwrap()
+                    .with_position(Vec3::new(0.0, 0.6, 0.0)),
+            )
+            .unwrap();
         let mut deepest: f64 = 0.0;
         let mut y = 0.6;
         for _ in 0..40 {
             y += 0.5 * DT;
-            world.obstacle_mut(ball).unwrap().move_to(
-                Vec3::new(0.0, y, 0.0),
-                UnitQuaternion::identity(),
-                DT,
-            );
+            world
+                .obstacle_mut(ball)
+                .unwrap()
+                .move_to(Vec3::new(0.0, y, 0.0), UnitQuaternion::identity(), DT)
+                .unwrap();
             let r = world.step(DT).unwrap();
             assert!(r.frozen.is_empty());
             let p = centre.position(world.positions(body).unwrap());
@@ -427,12 +439,16 @@ fn a_body_thrown_into_a_corner_stays_out_of_floor_and_wall() {
     let body = world
         .add_body(cube(0.2, 4), SoftMaterial::JELLY, Vec3::new(0.0, 0.21, 0.0))
         .unwrap();
-    world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
-    world.add_obstacle(
-        Obstacle::halfspace(Vec3::x())
-            .unwrap()
-            .with_position(Vec3::new(-0.3, 0.0, 0.0)),
-    );
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    world
+        .add_obstacle(
+            Obstacle::halfspace(Vec3::x())
+                .unwrap()
+                .with_position(Vec3::new(-0.3, 0.0, 0.0)),
+        )
+        .unwrap();
     for v in world.velocities_mut(body).unwrap() {
         *v = Vec3::new(-3.0, -1.0, 0.0);
     }

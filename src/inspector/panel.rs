@@ -331,6 +331,10 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
                 .text("restitution threshold (m/s)"),
         );
         ui.add(
+            egui::Slider::new(&mut c.max_depenetration_speed, 0.0..=20.0)
+                .text("max push-out speed (m/s)"),
+        );
+        ui.add(
             egui::Slider::new(&mut c.max_speed, 1.0..=1000.0)
                 .logarithmic(true)
                 .text("freeze above (m/s)"),

@@ -62,6 +62,16 @@ pub enum MeshError {
         /// Number of tets given.
         tets: usize,
     },
+    /// A builder's lattice would have more cells than [`MAX_LATTICE_CELLS`].
+    #[error(
+        "the lattice would have {cells:.3e} cells; at most {max} are allowed (lower the resolution)"
+    )]
+    TooManyCells {
+        /// Cells the sizes and resolution ask for.
+        cells: f64,
+        /// The limit.
+        max: usize,
+    },
     /// More vertices than a `u32` index can address.
     #[error("the mesh has {0} vertices; at most u32::MAX are supported")]
     TooManyVertices(usize),
@@ -360,7 +370,8 @@ impl TetMesh {
     /// longest side (at least 1).
     ///
     /// # Errors
-    /// [`MeshError::InvalidSize`] if a half extent is not finite and positive.
+    /// [`MeshError::InvalidSize`] if a half extent is not finite and positive,
+    /// [`MeshError::TooManyCells`] past [`MAX_LATTICE_CELLS`].
     pub fn try_cuboid(half_extents: Vec3, resolution: usize) -> Result<Self, MeshError> {
         for (what, value) in [
             ("half extent x", half_extents.x),
@@ -369,6 +380,8 @@ impl TetMesh {
         ] {
             check_size(what, value)?;
         }
+        let r = resolution.max(1) as f64;
+        check_lattice([r, r, r])?;
         Self::from_lattice(cuboid_lattice(
             [half_extents.x, half_extents.y, half_extents.z],
             resolution,
@@ -390,9 +403,12 @@ impl TetMesh {
     /// diameter (at least 2); boundary vertices are snapped onto the sphere.
     ///
     /// # Errors
-    /// [`MeshError::InvalidSize`] if the radius is not finite and positive.
+    /// [`MeshError::InvalidSize`] if the radius is not finite and positive,
+    /// [`MeshError::TooManyCells`] past [`MAX_LATTICE_CELLS`].
     pub fn try_sphere(radius: f64, resolution: usize) -> Result<Self, MeshError> {
         check_size("radius", radius)?;
+        let r = resolution.max(2) as f64;
+        check_lattice([r, r, r])?;
         Self::from_lattice(sphere_lattice(radius, resolution))
     }
 
@@ -411,7 +427,9 @@ impl TetMesh {
     /// `y = half_height` with hemispherical caps; `resolution` cells across the diameter.
     ///
     /// # Errors
-    /// [`MeshError::InvalidSize`] if a size is not finite and positive.
+    /// [`MeshError::InvalidSize`] if a size is not finite and positive,
+    /// [`MeshError::TooManyCells`] past [`MAX_LATTICE_CELLS`] (a long, thin capsule at a high
+    /// resolution).
     pub fn try_capsule(
         radius: f64,
         half_height: f64,
@@ -419,6 +437,9 @@ impl TetMesh {
     ) -> Result<Self, MeshError> {
         check_size("radius", radius)?;
         check_size("half height", half_height)?;
+        let r = resolution.max(2) as f64;
+        let cell = 2.0 * radius / r;
+        check_lattice([r, r, ((2.0 * (half_height + radius)) / cell).ceil() + 1.0])?;
         Self::from_lattice(capsule_lattice(radius, half_height, resolution))
     }
 
@@ -621,6 +642,25 @@ pub fn bounds(points: &[Vec3]) -> (Vec3, Vec3) {
         hi = hi.sup(p);
     }
     (lo, hi)
+}
+
+/// The most lattice cells a builder ([`TetMesh::try_cuboid`], [`TetMesh::try_sphere`],
+/// [`TetMesh::try_capsule`], [`TetMesh::try_enclosing`]) may create: about six million tets,
+/// a few gigabytes with the solver's data, far past what can be simulated interactively.
+pub const MAX_LATTICE_CELLS: usize = 1_000_000;
+
+/// Checks, before anything is allocated, that a lattice of `cells` cells per axis stays within
+/// [`MAX_LATTICE_CELLS`].
+pub(crate) fn check_lattice(cells: [f64; 3]) -> Result<(), MeshError> {
+    let total = cells[0] * cells[1] * cells[2];
+    if total.is_finite() && total <= MAX_LATTICE_CELLS as f64 {
+        Ok(())
+    } else {
+        Err(MeshError::TooManyCells {
+            cells: total,
+            max: MAX_LATTICE_CELLS,
+        })
+    }
 }
 
 fn check_size(what: &'static str, value: f64) -> Result<(), MeshError> {

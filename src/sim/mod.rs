@@ -36,7 +36,7 @@ pub mod surface;
 mod test_rng;
 pub mod world;
 
-pub use contact::obstacle::{Obstacle, ObstacleShape};
+pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};
 pub use embed::EmbeddedPoint;
 pub use material::{CombineRule, MaterialError, SoftMaterial, StrainLimits, SurfaceCoefficients};
 pub use math::{Mat3, Vec3};
@@ -45,6 +45,6 @@ pub use pd::PointSpring;
 pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
-    BodyHandle, ContactPoint, FreezeReason, ObstacleHandle, Settling, SoftWorld, StepReport,
-    WorldSettings,
+    BodyHandle, BodyStepStats, ContactPoint, EnergyAudit, FreezeReason, MAX_PD_ITERATIONS,
+    MAX_SUBSTEPS, ObstacleHandle, Settling, SoftWorld, StepReport, WorldError, WorldSettings,
 };

@@ -322,6 +322,12 @@ impl PdSystem {
         self.chol.solve_in_place(x);
     }
 
+    /// Solves `L x = b` for one coordinate in place (`L` acts alike on x, y and z), through the
+    /// shared factor with caller-owned scratch.
+    pub fn solve_scalar_with(&self, x: &mut [f64], scratch: &mut crate::sim::sparse::SolveScratch) {
+        self.chol.solve_scalar_with(x, scratch);
+    }
+
     /// Local step: for every tet, the projections of its deformation gradient at `x` (all
     /// vertices), written as the tet's right-hand-side contributions
     /// `c_k = w P g_k - sum_{l pinned} w (g_k . g_l) x_l` for its four vertices.

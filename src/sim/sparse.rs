@@ -151,7 +151,26 @@ pub struct SparseCholesky {
     factor_values: Vec<f64>,
     rhs: Vec<f64>,
     mem: MemBuffer,
+    /// Scratch one solve of a single right-hand side needs ([`SparseCholesky::solve_scalar_with`]).
+    scalar_req: StackReq,
     factored: bool,
+}
+
+/// Caller-owned scratch of [`SparseCholesky::solve_scalar_with`], so that threads holding the
+/// factor by shared reference can solve through it. Grows to the largest factor it served and
+/// is then reused (no allocation once warmed up).
+#[derive(Default)]
+pub struct SolveScratch {
+    mem: Option<MemBuffer>,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for SolveScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SolveScratch")
+            .field("bytes", &self.bytes)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for SparseCholesky {
@@ -200,6 +219,7 @@ impl SparseCholesky {
             symbolic.solve_in_place_scratch::<f64>(3, Par::Seq),
         ]);
         let mem = MemBuffer::try_new(req).map_err(|e| FactorError::Internal(format!("{e:?}")))?;
+        let scalar_req = symbolic.solve_in_place_scratch::<f64>(1, Par::Seq);
         Ok(Self {
             factor_values: vec![0.0; symbolic.len_val()],
             upper_values: vec![0.0; upper_from_full.len()],
@@ -208,6 +228,7 @@ impl SparseCholesky {
             upper,
             upper_from_full,
             mem,
+            scalar_req,
             factored: false,
         })
     }
@@ -267,6 +288,26 @@ impl SparseCholesky {
         for (i, v) in x.iter_mut().enumerate().take(n) {
             *v = Vec3::new(self.rhs[i], self.rhs[n + i], self.rhs[2 * n + i]);
         }
+    }
+
+    /// Solves `L x = b` for one right-hand side in place, through a shared factor with
+    /// caller-owned scratch. Does nothing if no factorization succeeded.
+    pub fn solve_scalar_with(&self, x: &mut [f64], scratch: &mut SolveScratch) {
+        if !self.factored {
+            return;
+        }
+        let need = self.scalar_req.unaligned_bytes_required();
+        if scratch.mem.is_none() || scratch.bytes < need {
+            scratch.mem = Some(MemBuffer::new(self.scalar_req));
+            scratch.bytes = need;
+        }
+        let Some(mem) = scratch.mem.as_mut() else {
+            return;
+        };
+        let n = self.symbolic.nrows();
+        let llt = LltRef::new(&self.symbolic, &self.factor_values);
+        let rhs = MatMut::from_column_major_slice_mut(&mut x[..n], n, 1);
+        llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(mem));
     }
 
     /// Number of stored values of the factor.

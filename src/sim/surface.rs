@@ -277,8 +277,8 @@ impl TetMesh {
     /// docs for how the cage is built and why it bounds the surface).
     ///
     /// # Errors
-    /// [`MeshError::Surface`] if the surface cannot be indexed, or a validation error of the
-    /// generated mesh.
+    /// [`MeshError::Surface`] if the surface cannot be indexed, [`MeshError::TooManyCells`]
+    /// past [`super::mesh::MAX_LATTICE_CELLS`], or a validation error of the generated mesh.
     pub fn try_enclosing(
         surface: &TriangleSurface,
         cells_across: usize,
@@ -286,8 +286,10 @@ impl TetMesh {
         let (lo, hi) = super::mesh::bounds(&surface.positions);
         let cell = (hi - lo).max() / cells_across.max(2) as f64;
         let pad = cell * 3f64.sqrt() / 2.0;
-        let sdf = SignedDistance::new(surface)?;
         let margin = pad + cell;
+        let sdf = SignedDistance::new(surface)?;
+        let extent = (hi - lo).add_scalar(2.0 * margin) / cell;
+        super::mesh::check_lattice([extent.x.ceil(), extent.y.ceil(), extent.z.ceil()])?;
         let min = [lo.x - margin, lo.y - margin, lo.z - margin];
         let max = [hi.x + margin, hi.y + margin, hi.z + margin];
         let lattice = implicit_lattice(|p| sdf.at(p) - pad, min, max, cell);

@@ -72,8 +72,10 @@ pub enum ObstacleShape {
 /// Why an obstacle could not be built.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ObstacleError {
-    /// A size or coordinate is not finite, or a size is not positive.
-    #[error("obstacle {what} must be finite{positive}, got {value}", positive = if *.positive { " and > 0" } else { "" })]
+    /// A size, coordinate, pose or velocity is not finite, a size or coordinate is out of the
+    /// range parry's `f32` geometry resolves ([`MIN_OBSTACLE_SIZE`] to
+    /// [`MAX_OBSTACLE_EXTENT`]), or a rotation is not a unit quaternion.
+    #[error("obstacle {what} must be finite{positive} and within 1e6 m, got {value}", positive = if *.positive { ", >= 1e-6" } else { "" })]
     InvalidValue {
         /// Which parameter.
         what: &'static str,
@@ -85,6 +87,10 @@ pub enum ObstacleError {
     /// A convex hull needs at least four non-coplanar points.
     #[error("the convex hull of {0} points is degenerate")]
     DegenerateHull(usize),
+    /// A half-space normal given to [`Obstacle::new`] is not of unit length
+    /// ([`Obstacle::halfspace`] normalises it).
+    #[error("half-space normal must be a unit vector, got length {0}")]
+    UnnormalizedNormal(f64),
     /// The triangle mesh is empty or has invalid indices.
     #[error("invalid triangle mesh: {0}")]
     InvalidTriMesh(String),
@@ -147,8 +153,17 @@ impl std::fmt::Debug for Obstacle {
     }
 }
 
+/// Largest obstacle size or coordinate (m) accepted: parry evaluates shapes in `f32`, which
+/// at 1e6 m still resolves 6 cm; past it contacts lose their meaning, and past about 3e38 the
+/// value overflows to infinity.
+pub const MAX_OBSTACLE_EXTENT: f64 = 1e6;
+
+/// Smallest obstacle size (m) accepted (a radius, a half extent, a height-field scale):
+/// smaller ones underflow `f32`'s precision against the coordinates they sit at.
+pub const MIN_OBSTACLE_SIZE: f64 = 1e-6;
+
 fn finite(what: &'static str, value: f64) -> Result<(), ObstacleError> {
-    if value.is_finite() {
+    if value.is_finite() && value.abs() <= MAX_OBSTACLE_EXTENT {
         Ok(())
     } else {
         Err(ObstacleError::InvalidValue {
@@ -160,7 +175,7 @@ fn finite(what: &'static str, value: f64) -> Result<(), ObstacleError> {
 }
 
 fn positive(what: &'static str, value: f64) -> Result<(), ObstacleError> {
-    if value.is_finite() && value > 0.0 {
+    if value.is_finite() && (MIN_OBSTACLE_SIZE..=MAX_OBSTACLE_EXTENT).contains(&value) {
         Ok(())
     } else {
         Err(ObstacleError::InvalidValue {
@@ -169,6 +184,41 @@ fn positive(what: &'static str, value: f64) -> Result<(), ObstacleError> {
             positive: true,
         })
     }
+}
+
+/// Checks a pose and velocities: finite, the position within [`MAX_OBSTACLE_EXTENT`], the
+/// rotation a unit quaternion (to 1e-6).
+fn check_state(
+    position: &Vec3,
+    rotation: &UnitQuaternion<f64>,
+    linear_velocity: &Vec3,
+    angular_velocity: &Vec3,
+) -> Result<(), ObstacleError> {
+    for c in position.iter() {
+        finite("position", *c)?;
+    }
+    let q = rotation.quaternion();
+    let norm = q.norm();
+    if !(q.coords.iter().all(|c| c.is_finite()) && (norm - 1.0).abs() <= 1e-6) {
+        return Err(ObstacleError::InvalidValue {
+            what: "rotation quaternion length",
+            value: norm,
+            positive: true,
+        });
+    }
+    for (what, v) in [
+        ("linear velocity", linear_velocity),
+        ("angular velocity", angular_velocity),
+    ] {
+        if !v.iter().all(|c| c.is_finite()) {
+            return Err(ObstacleError::InvalidValue {
+                what,
+                value: v.norm(),
+                positive: false,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The contact of a point `local` (in the box's frame) with a box of `half` extents, exact in
@@ -265,7 +315,10 @@ impl Obstacle {
                 for c in normal.iter() {
                     finite("normal", *c)?;
                 }
-                positive("normal length", normal.norm())?;
+                let length = normal.norm();
+                if (length - 1.0).abs() > 1e-9 {
+                    return Err(ObstacleError::UnnormalizedNormal(length));
+                }
                 None
             }
             ObstacleShape::Ball { radius } => {
@@ -372,9 +425,14 @@ impl Obstacle {
     /// [`ObstacleError::InvalidValue`] for a zero or non-finite normal.
     pub fn halfspace(normal: Vec3) -> Result<Self, ObstacleError> {
         let n = normal.norm();
-        Self::new(ObstacleShape::HalfSpace {
-            normal: if n > 0.0 { normal / n } else { normal },
-        })
+        if !(n.is_finite() && n >= 1e-9) {
+            return Err(ObstacleError::InvalidValue {
+                what: "normal length",
+                value: n,
+                positive: true,
+            });
+        }
+        Self::new(ObstacleShape::HalfSpace { normal: normal / n })
     }
 
     /// A box with `half_extents` (m).
@@ -478,29 +536,66 @@ impl Obstacle {
     }
 
     /// Sets pose and velocities directly (m, rad, m/s, rad/s).
+    ///
+    /// # Errors
+    /// [`ObstacleError::InvalidValue`] for a non-finite or out-of-range value or a rotation
+    /// that is not a unit quaternion; the obstacle is left as it was.
     pub fn set_state(
         &mut self,
         position: Vec3,
         rotation: UnitQuaternion<f64>,
         linear_velocity: Vec3,
         angular_velocity: Vec3,
-    ) {
+    ) -> Result<(), ObstacleError> {
+        check_state(&position, &rotation, &linear_velocity, &angular_velocity)?;
         self.position = position;
         self.rotation = rotation;
         self.linear_velocity = linear_velocity;
         self.angular_velocity = angular_velocity;
+        Ok(())
     }
 
     /// Moves a kinematic obstacle to a new pose reached after `dt` seconds; its velocities are set
-    /// from the pose difference so contacts see the motion.
-    pub fn move_to(&mut self, position: Vec3, rotation: UnitQuaternion<f64>, dt: f64) {
-        if dt > 0.0 {
-            self.linear_velocity = (position - self.position) / dt;
-            let delta = rotation * self.rotation.inverse();
-            self.angular_velocity = delta.scaled_axis() / dt;
+    /// from the pose difference so contacts see the motion (`dt = 0` teleports it and keeps
+    /// them).
+    ///
+    /// # Errors
+    /// As [`Obstacle::set_state`], and for a negative or non-finite `dt`; the obstacle is left
+    /// as it was.
+    pub fn move_to(
+        &mut self,
+        position: Vec3,
+        rotation: UnitQuaternion<f64>,
+        dt: f64,
+    ) -> Result<(), ObstacleError> {
+        if !(dt.is_finite() && dt >= 0.0) {
+            return Err(ObstacleError::InvalidValue {
+                what: "time step",
+                value: dt,
+                positive: false,
+            });
         }
-        self.position = position;
-        self.rotation = rotation;
+        let (linear, angular) = if dt > 0.0 {
+            let delta = rotation * self.rotation.inverse();
+            ((position - self.position) / dt, delta.scaled_axis() / dt)
+        } else {
+            (self.linear_velocity, self.angular_velocity)
+        };
+        self.set_state(position, rotation, linear, angular)
+    }
+
+    /// Checks the pose and velocities given by the builders ([`Obstacle::with_position`],
+    /// [`Obstacle::with_rotation`]); [`crate::sim::SoftWorld::add_obstacle`] calls it.
+    ///
+    /// # Errors
+    /// As [`Obstacle::set_state`].
+    pub fn validate(&self) -> Result<(), ObstacleError> {
+        check_state(
+            &self.position,
+            &self.rotation,
+            &self.linear_velocity,
+            &self.angular_velocity,
+        )
     }
 
     /// The shape description.
@@ -807,7 +902,8 @@ mod tests {
     #[test]
     fn kinematic_velocity_from_motion() {
         let mut o = Obstacle::cuboid(Vec3::repeat(0.5)).unwrap();
-        o.move_to(Vec3::new(0.1, 0.0, 0.0), UnitQuaternion::identity(), 0.05);
+        o.move_to(Vec3::new(0.1, 0.0, 0.0), UnitQuaternion::identity(), 0.05)
+            .unwrap();
         assert!((o.linear_velocity() - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-12);
         assert!(
             (o.velocity_at(&Vec3::new(5.0, 5.0, 5.0)) - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-12

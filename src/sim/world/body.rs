@@ -53,6 +53,35 @@ pub(crate) struct Workspace {
     pub friction: Vec<Vec3>,
 }
 
+/// The points of a body with `vertex_count` vertices that collide with obstacles: `proxies`
+/// first (so a proxy's index is its collider index), then every vertex no proxy is exactly.
+///
+/// Only proxies take part in soft-soft contact; interior vertices collide with obstacles so
+/// that a soft body whose surface layer is crushed or inverted on impact (a jelly landing
+/// faster than its wave speed) cannot pass its inside through the obstacle and end below the
+/// floor. Their rows are single-vertex rows like a vertex proxy's.
+pub(crate) fn collision_points(
+    vertex_count: usize,
+    proxies: &[EmbeddedPoint],
+) -> Vec<EmbeddedPoint> {
+    let mut is_proxy = vec![false; vertex_count];
+    for p in proxies {
+        if p.weights[1..].iter().all(|&w| w == 0.0)
+            && p.weights[0] == 1.0
+            && let Some(flag) = is_proxy.get_mut(p.vertices[0] as usize)
+        {
+            *flag = true;
+        }
+    }
+    let mut out = proxies.to_vec();
+    out.extend(
+        (0..vertex_count as u32)
+            .filter(|&v| !is_proxy[v as usize])
+            .map(EmbeddedPoint::vertex),
+    );
+    out
+}
+
 /// A soft body in a [`super::SoftWorld`].
 #[derive(Debug)]
 pub struct SoftBody {
@@ -71,6 +100,10 @@ pub struct SoftBody {
     /// Target per vertex: pin position for pinned vertices, spring target for attachments.
     pub(crate) targets: Vec<Vec3>,
     pub(crate) proxies: Vec<EmbeddedPoint>,
+    /// What collides with obstacles: the proxies, then every vertex that is not a vertex proxy
+    /// (interior vertices, and surface vertices where the proxies are embedded points), so
+    /// that no part of a body passes through an obstacle (see [`collision_points`]).
+    pub(crate) colliders: Vec<EmbeddedPoint>,
     /// The grab spring, if the body is held.
     pub(crate) grab: Option<PointSpring>,
     /// How long the last rebuild or refactorization took.
@@ -86,11 +119,12 @@ pub struct SoftBody {
 impl SoftBody {
     pub(crate) fn new(mesh: Arc<TetMesh>, material: SoftMaterial, positions: Vec<Vec3>) -> Self {
         let n = mesh.vertex_count();
-        let proxies = mesh
+        let proxies: Vec<EmbeddedPoint> = mesh
             .surface_vertices()
             .iter()
             .map(|&v| EmbeddedPoint::vertex(v))
             .collect();
+        let colliders = collision_points(n, &proxies);
         Self {
             mesh,
             material,
@@ -105,6 +139,7 @@ impl SoftBody {
             attach_k: vec![0.0; n],
             targets: vec![Vec3::zeros(); n],
             proxies,
+            colliders,
             grab: None,
             last_refactor: None,
             frozen: None,
@@ -170,6 +205,15 @@ impl SoftBody {
     /// Number of free (unpinned) vertices: the body's unknowns in its island's QP.
     pub(crate) fn free_count(&self) -> usize {
         self.pd.as_ref().map_or(0, |pd| pd.free_vertices().len())
+    }
+
+    /// Where the vertices started the step (m); a frozen body stays where it is.
+    pub(crate) fn start_positions(&self) -> &[Vec3] {
+        if self.frozen.is_some() {
+            &self.x
+        } else {
+            &self.ws.x_start
+        }
     }
 
     /// Where `vertex` started the step (m); a frozen body stays where it is.

@@ -10,6 +10,7 @@
 //! factorization — is restored to its last good state, frozen and reported in
 //! [`StepReport::frozen`]; the other bodies go on unaffected.
 
+mod audit;
 mod body;
 mod interact;
 mod island;
@@ -23,12 +24,13 @@ use std::time::Instant;
 use nalgebra::UnitQuaternion;
 use thiserror::Error;
 
+pub use audit::EnergyAudit;
 pub use body::SoftBody;
 pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
 pub use settling::Settling;
 pub use step::ContactPoint;
 
-use super::contact::{ContactLcp, LcpSettings, Obstacle};
+use super::contact::{ContactLcp, LcpSettings, Obstacle, ObstacleError};
 use super::embed::EmbeddedPoint;
 use super::material::{MaterialError, SoftMaterial};
 use super::math::Vec3;
@@ -75,6 +77,12 @@ pub struct WorldSettings {
     /// through the nearest triangle; deeper ones are left alone rather than pushed through the
     /// wrong side. Default: 0.05.
     pub soft_depth_limit: f64,
+    /// The fastest a contact pushes a body out of a penetration it started the step in (m/s):
+    /// an overlapping spawn, a teleport, or a body pressed in by a fast obstacle separates at
+    /// this speed over several steps rather than being launched in one (as PhysX's and Jolt's
+    /// max depenetration velocity). Applies to obstacle and soft-soft contacts; a moving
+    /// obstacle's own approach comes on top. Default: 1.
+    pub max_depenetration_speed: f64,
     /// Normal approach speed (m/s) above which restitution applies; slower contacts are
     /// inelastic, so resting bodies do not jitter. Default: 0.5.
     pub restitution_threshold: f64,
@@ -87,6 +95,10 @@ pub struct WorldSettings {
     /// Extra damping of the rigid motion of bodies that have moved slowly for a while, so that
     /// stacks and piles come to rest (see [`Settling`]). Default: [`Settling::default`].
     pub settling: Settling,
+    /// Measure every body's energy at each phase of the step ([`EnergyAudit`], in
+    /// [`StepReport::energy`] and [`SoftWorld::last_step_stats`]): a debugging aid that costs
+    /// three elastic-energy evaluations per body per step. Default: false.
+    pub energy_audit: bool,
 }
 
 impl Default for WorldSettings {
@@ -104,11 +116,77 @@ impl Default for WorldSettings {
             edge_contacts: true,
             soft_contact_skin: 5e-4,
             soft_depth_limit: 0.05,
+            max_depenetration_speed: 1.0,
             restitution_threshold: 0.5,
             lcp: LcpSettings::default(),
             separate_regions: true,
             settling: Settling::default(),
+            energy_audit: false,
         }
+    }
+}
+
+/// The most substeps per [`SoftWorld::step`] accepted by [`WorldSettings::validate`].
+pub const MAX_SUBSTEPS: usize = 64;
+
+/// The most PD iterations per substep accepted by [`WorldSettings::validate`].
+pub const MAX_PD_ITERATIONS: usize = 1000;
+
+impl WorldSettings {
+    /// Checks every value; [`SoftWorld::step`] refuses to run with settings that fail.
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidSetting`] naming the first offending field: a non-finite gravity,
+    /// `substeps` outside `1..=`[`MAX_SUBSTEPS`], `pd_iterations` outside
+    /// `1..=`[`MAX_PD_ITERATIONS`], an MPRGP tolerance, gamma or iteration cap that is not
+    /// positive, a negative or non-finite margin, skin, depth limit, restitution threshold or
+    /// depenetration speed, a `max_speed` or `runaway_energy_factor` that is not positive, LCP
+    /// tolerances that are negative or not finite, or settling values that are negative or not
+    /// finite.
+    pub fn validate(&self) -> Result<(), WorldError> {
+        let bad = |what: &'static str, value: f64| Err(WorldError::InvalidSetting { what, value });
+        if !self.gravity.iter().all(|g| g.is_finite()) {
+            return bad("gravity", self.gravity.norm());
+        }
+        if !(1..=MAX_SUBSTEPS).contains(&self.substeps) {
+            return bad("substeps", self.substeps as f64);
+        }
+        if !(1..=MAX_PD_ITERATIONS).contains(&self.pd_iterations) {
+            return bad("pd_iterations", self.pd_iterations as f64);
+        }
+        let m = &self.mprgp;
+        if m.max_iterations == 0 {
+            return bad("mprgp.max_iterations", 0.0);
+        }
+        let positive = [
+            ("mprgp.tolerance", m.tolerance),
+            ("mprgp.gamma", m.gamma),
+            ("max_speed", self.max_speed),
+            ("runaway_energy_factor", self.runaway_energy_factor),
+        ];
+        for (what, value) in positive {
+            if !(value.is_finite() && value > 0.0) {
+                return bad(what, value);
+            }
+        }
+        let non_negative = [
+            ("contact_margin", self.contact_margin),
+            ("soft_contact_skin", self.soft_contact_skin),
+            ("soft_depth_limit", self.soft_depth_limit),
+            ("max_depenetration_speed", self.max_depenetration_speed),
+            ("restitution_threshold", self.restitution_threshold),
+            ("lcp.impulse_tolerance", self.lcp.impulse_tolerance),
+            ("lcp.velocity_tolerance", self.lcp.velocity_tolerance),
+            ("settling.speed", self.settling.speed),
+            ("settling.delay", self.settling.delay),
+            ("settling.damping", self.settling.damping),
+        ];
+        for (what, value) in non_negative {
+            if !(value.is_finite() && value >= 0.0) {
+                return bad(what, value);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -126,6 +204,9 @@ pub enum WorldError {
     /// The material is not physical.
     #[error("invalid material: {0}")]
     Material(#[from] MaterialError),
+    /// The obstacle's pose or velocity is invalid.
+    #[error("invalid obstacle: {0}")]
+    Obstacle(#[from] ObstacleError),
     /// No body has this handle (it was removed).
     #[error("no body {0:?}")]
     UnknownBody(BodyHandle),
@@ -144,6 +225,14 @@ pub enum WorldError {
     /// tet.
     #[error("the point's vertices are not corners of one tet")]
     PointNotInOneTet,
+    /// A [`WorldSettings`] field is out of its range (see [`WorldSettings::validate`]).
+    #[error("invalid world setting {what}: {value}")]
+    InvalidSetting {
+        /// The field.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
     /// A position, stiffness or time step is not finite (or not positive where required).
     #[error("{what} must be finite{positive}", positive = if *.positive { " and > 0" } else { "" })]
     InvalidValue {
@@ -163,7 +252,7 @@ pub enum WorldError {
 /// let mut world = SoftWorld::new(WorldSettings::default());
 /// let cube = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 3));
 /// let body = world.add_body(cube, SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0)).unwrap();
-/// world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap());
+/// world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap()).unwrap();
 /// for _ in 0..60 {
 ///     world.step(1.0 / 60.0).unwrap();
 /// }
@@ -292,11 +381,16 @@ impl SoftWorld {
     }
 
     /// Adds an obstacle.
-    pub fn add_obstacle(&mut self, obstacle: Obstacle) -> ObstacleHandle {
+    ///
+    /// # Errors
+    /// [`WorldError::Obstacle`] for a pose or velocity that is not finite or out of range
+    /// ([`Obstacle::validate`]).
+    pub fn add_obstacle(&mut self, obstacle: Obstacle) -> Result<ObstacleHandle, WorldError> {
+        obstacle.validate()?;
         let id = self.fresh_id();
         self.obstacles.push(obstacle);
         self.obstacle_ids.push(id);
-        ObstacleHandle(id)
+        Ok(ObstacleHandle(id))
     }
 
     /// Removes an obstacle; returns whether it existed.
@@ -509,6 +603,7 @@ impl SoftWorld {
                 }
             }
         }
+        b.colliders = body::collision_points(b.x.len(), &proxies);
         b.proxies = proxies;
         Ok(())
     }
@@ -558,6 +653,16 @@ impl SoftWorld {
     /// [`WorldError::UnknownBody`].
     pub fn frozen(&self, h: BodyHandle) -> Result<Option<&FreezeReason>, WorldError> {
         Ok(self.body(h)?.frozen.as_ref())
+    }
+
+    /// Statistics of the body's last step (its last substep): iterations, contacts,
+    /// penetration, settling and, when [`WorldSettings::energy_audit`] is on, its
+    /// [`EnergyAudit`].
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn last_step_stats(&self, h: BodyHandle) -> Result<&BodyStepStats, WorldError> {
+        Ok(&self.body(h)?.last_step.0)
     }
 
     /// Lets a frozen body move again (from its restored last good state).
@@ -610,8 +715,10 @@ impl SoftWorld {
     /// Advances the world by `dt` seconds (in [`WorldSettings::substeps`] equal substeps).
     ///
     /// # Errors
-    /// [`WorldError::InvalidValue`] for a non-finite or non-positive `dt`. A failing body is not
-    /// an error: it is frozen and listed in [`StepReport::frozen`].
+    /// [`WorldError::InvalidValue`] for a non-finite or non-positive `dt`,
+    /// [`WorldError::InvalidSetting`] for settings that fail [`WorldSettings::validate`]; the
+    /// world is not advanced. A failing body is not an error: it is frozen and listed in
+    /// [`StepReport::frozen`].
     pub fn step(&mut self, dt: f64) -> Result<StepReport, WorldError> {
         if !(dt.is_finite() && dt > 0.0) {
             return Err(WorldError::InvalidValue {
@@ -619,6 +726,7 @@ impl SoftWorld {
                 positive: true,
             });
         }
+        self.settings.validate()?;
         let start = Instant::now();
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f64;
@@ -626,7 +734,7 @@ impl SoftWorld {
         // Run inside the rayon pool: the calling thread then sleeps instead of competing with
         // spinning workers for the cores (measured 1.8x slower solves on 2 cores otherwise).
         rayon::scope(|_| {
-            for _ in 0..substeps {
+            for substep in 0..substeps {
                 let settings = self.settings;
                 let summary = step::substep(
                     &mut self.bodies,
@@ -637,7 +745,7 @@ impl SoftWorld {
                 );
                 let (mut inverted, mut settling) = (0, 0);
                 for (b, &id) in self.bodies.iter_mut().zip(&self.body_ids) {
-                    report.add_body(&b.last_step.0);
+                    report.add_body(&b.last_step.0, substep == 0);
                     inverted += b.last_step.0.inverted_tets;
                     settling += usize::from(b.last_step.0.settling);
                     if let Some(reason) = b.last_step.1.take() {

@@ -108,6 +108,9 @@ pub struct BodyStepStats {
     pub inverted_tets: usize,
     /// Whether the body's rigid motion was damped by settling ([`super::Settling`]).
     pub settling: bool,
+    /// The body's energy at each phase of the step, when
+    /// [`super::WorldSettings::energy_audit`] is on (of the last substep).
+    pub energy: Option<super::EnergyAudit>,
 }
 
 /// What [`super::SoftWorld::step`] did.
@@ -149,6 +152,9 @@ pub struct StepReport {
     pub lcp: LcpStats,
     /// Bodies frozen during this step, with the reason.
     pub frozen: Vec<(super::BodyHandle, FreezeReason)>,
+    /// The energy audit summed over bodies (the start of the first substep, the changes of
+    /// all), when [`super::WorldSettings::energy_audit`] is on.
+    pub energy: Option<super::EnergyAudit>,
 }
 
 impl StepReport {
@@ -161,7 +167,12 @@ impl StepReport {
         }
     }
 
-    pub(crate) fn add_body(&mut self, s: &BodyStepStats) {
+    pub(crate) fn add_body(&mut self, s: &BodyStepStats, first_substep: bool) {
+        if let Some(e) = &s.energy {
+            self.energy
+                .get_or_insert_with(Default::default)
+                .accumulate(e, first_substep);
+        }
         self.timings.add(&s.timings);
         self.pd_iterations += s.pd_iterations;
         self.mprgp_iterations += s.mprgp_iterations;

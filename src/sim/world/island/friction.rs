@@ -21,9 +21,11 @@ pub(super) struct FrictionGroup {
     /// The bodies that slide rigidly against each other: both of a pair, the body alone
     /// against an obstacle, none for contacts of a body with itself.
     bodies: [Option<u32>; 2],
-    /// `k_a/M_a + k_b/M_b` (1/kg) of those bodies, each body's inverse mass counted once per
-    /// group it slides in; 0 without rigid sliding.
-    inverse_mass: f64,
+    /// How far the mean slip moves per newton of the group's force (m/N):
+    /// `sum_b k_b u_b' A_b^-1 d_b` over those bodies, `d_b` the force's distribution over the
+    /// body's contact vertices, `u_b` the mean slip's, and `k_b` the number of groups the body
+    /// slides in (see [`Island::update_friction`]); 0 without rigid sliding.
+    compliance: f64,
     /// Sum of the carrying contacts' normal forces (N).
     normal_force: f64,
     /// Sum of the carrying contacts' friction limits `mu lambda` (N).
@@ -117,22 +119,102 @@ impl Island {
         &self.friction_force
     }
 
+    /// The compliance `u_b' A_b^-1 d_b` (m/N) of each rigidly sliding body of group `gi` (see
+    /// [`FrictionGroup::compliance`]), computed by one solve through the body's prefactored
+    /// matrix the first time the group appears in a step and kept for the step's later
+    /// iterations. `d_b` spreads a unit force over the group's carrying contacts in proportion
+    /// to their normal forces, then over each contact's vertices by its weights (as pass 3
+    /// applies the group's force); `u_b` averages the contacts' displacements as the group's
+    /// mean slip does; `A_b` acts alike on x, y and z, so one coordinate gives it.
+    fn body_compliances(
+        &mut self,
+        gi: usize,
+        id: u32,
+        bodies: &[SoftBody],
+        layout: Layout<'_>,
+    ) -> [f64; 2] {
+        let g = self.groups[gi];
+        if let Some((_, c)) = self.group_compliance.iter().find(|(k, _)| *k == g.key) {
+            return *c;
+        }
+        let mut out = [0.0; 2];
+        for (slot, b) in g.bodies.iter().enumerate() {
+            let Some(b) = *b else { continue };
+            let body = &bodies[b as usize];
+            let Some(pd) = body.pd.as_ref() else { continue };
+            let offset = layout.offset_of[b as usize] as usize;
+            let n = pd.free_vertices().len();
+            self.compliance_d.clear();
+            self.compliance_d.resize(n, 0.0);
+            self.compliance_u.clear();
+            self.compliance_u.resize(n, 0.0);
+            for (i, contact) in self.contacts.iter().enumerate() {
+                let (_, compliance, group, sign) = self.slips[i];
+                let limit = self.mu[i] * self.lambda[i];
+                if group as usize != gi || !(limit > 0.0 && compliance > 0.0) {
+                    continue;
+                }
+                // The contact's force is `sign * share * F` (see pass 3).
+                let share = sign * self.lambda[i] / g.normal_force;
+                let (terms, count) = contact.terms(bodies);
+                for &(tb, v, w) in &terms[..count] {
+                    if tb != b {
+                        continue;
+                    }
+                    if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
+                        self.compliance_d[u as usize - offset] += share * w;
+                        self.compliance_u[u as usize - offset] += sign * w / g.count;
+                    }
+                }
+            }
+            self.compliance_z.clear();
+            self.compliance_z.extend_from_slice(&self.compliance_d);
+            pd.solve_scalar_with(&mut self.compliance_z, &mut self.solve_scratch);
+            let dot = |a: &[f64]| {
+                a.iter()
+                    .zip(&self.compliance_z)
+                    .map(|(a, z)| a * z)
+                    .sum::<f64>()
+            };
+            // The mean slip's response; the force's own (`d' A^-1 d > 0`) should contacts that
+            // pull apart make it vanish.
+            let mean = dot(&self.compliance_u);
+            out[slot] = if mean > 0.0 {
+                mean
+            } else {
+                dot(&self.compliance_d).max(0.0)
+            };
+        }
+        self.group_compliance.push((g.key, out));
+        out
+    }
+
     /// One projected update of every contact's friction force after a constrained step
     /// (Coulomb friction inside the implicit step, as in projective dynamics with dry frictional
     /// contact). A contact's relative tangential displacement over the step at the new iterate,
     /// its slip `s`, has two parts, cancelled by two parts of its force:
     ///
     /// - **The group's share.** The mean slip `s_g` of the contacts between two bodies (or a
-    ///   body and an obstacle) moves with the bodies' whole masses, the rigid sliding of one on
-    ///   the other. The group's total force is updated with their effective mass,
-    ///   `F <- Proj_{|F| <= sum mu lambda}(F - s_g / (h^2 (k_a/M_a + k_b/M_b)))`, where a body
-    ///   in `k` groups counts its inverse mass `k` times (mass splitting: the groups update at
-    ///   once, and a body between two others would otherwise be corrected twice over), and
-    ///   shared among the contacts in proportion to their normal forces. The total lives on the
-    ///   group, not on the contacts: where two faces press together each contact is seen from
-    ///   both faces, the decoupler gives a vertex one row, and the rows move between the twins
-    ///   from iteration to iteration; a contact that loses its row hands its share on instead
-    ///   of taking it along.
+    ///   body and an obstacle), the sliding of one on the other, is cancelled by the group's
+    ///   total force `F`, shared among the contacts in proportion to their normal forces:
+    ///   `F <- Proj_{|F| <= sum mu lambda}(F - s_g / c_g)`, with `c_g = sum_b k_b u_b' A_b^-1
+    ///   d_b` the exact response of the mean slip to a unit `F` through each body's system
+    ///   matrix ([`FrictionGroup::compliance`], one prefactored solve per body when the group
+    ///   first appears in a step), and `k_b` the number of groups the body slides in (mass
+    ///   splitting: the groups update at once, and a body between two others would otherwise
+    ///   be corrected twice over). The total lives on the group, not on the contacts: where two
+    ///   faces press together each contact is seen from both faces, the decoupler gives a
+    ///   vertex one row, and the rows move between the twins from iteration to iteration; a
+    ///   contact that loses its row hands its share on instead of taking it along.
+    ///
+    ///   Deviation (from the earlier version of this update, which used the rigid response
+    ///   `c_g = h^2 sum_b k_b / M_b`): a soft body answers a force on its contact patch mostly
+    ///   locally, its patch moving many times further than the whole body would, so the rigid
+    ///   step overshot every iteration, and the lagged force did positive work on the slip.
+    ///   The energy audit ([`crate::sim::world::EnergyAudit`]) measured a jelly sphere
+    ///   (`SoftMaterial::JELLY`, 0.3 m, on the floor) gaining 30-50 J per second from friction
+    ///   and rolling off by metres; with the exact response friction takes energy out and the
+    ///   sphere comes to rest (`tests/sim_rest.rs`).
     /// - **The local part**, `l <- l - (s - s_g) / (h^2 s_c)` with `s_c = sum_v w_v^2 / m_v`:
     ///   the force that would cancel the rest of the slip if only the contact's own masses
     ///   moved. Because `A >= M / h^2`, it never overshoots. It is projected on what the
@@ -205,7 +287,7 @@ impl Island {
                         slip: Vec3::zeros(),
                         count: 0.0,
                         bodies: pair,
-                        inverse_mass: 0.0,
+                        compliance: 0.0,
                         normal_force: 0.0,
                         limit: 0.0,
                         normal: Vec3::zeros(),
@@ -238,26 +320,38 @@ impl Island {
             }
         }
         let model = settings.lcp.friction;
-        for g in &mut self.groups {
-            g.inverse_mass = g
+        for gi in 0..self.groups.len() {
+            let g = self.groups[gi];
+            let parts = if g.count > 0.0 {
+                self.body_compliances(gi, id, bodies, layout)
+            } else {
+                [0.0; 2]
+            };
+            let compliance: f64 = g
                 .bodies
                 .iter()
-                .flatten()
-                .filter_map(|b| self.members.iter().position(|m| m == b))
-                .map(|k| self.member_degree[k] * self.member_inverse_mass[k])
+                .zip(parts)
+                .filter_map(|(b, c)| {
+                    let k = self.members.iter().position(|m| Some(*m) == *b)?;
+                    Some(self.member_degree[k] * c)
+                })
                 .sum();
-            g.force = match self.group_force.iter().position(|f| f.0 == g.key) {
+            let force = match self.group_force.iter().position(|f| f.0 == g.key) {
                 Some(at) => at,
                 None => {
                     self.group_force.push((g.key, Vec3::zeros()));
                     self.group_force.len() - 1
                 }
             };
-            if g.count > 0.0 && g.inverse_mass > 0.0 {
-                let force = &mut self.group_force[g.force].1;
-                let trial = *force - g.slip / (g.count * h * h * g.inverse_mass);
+            let g = &mut self.groups[gi];
+            g.compliance = compliance;
+            g.force = force;
+            if g.count > 0.0 && g.compliance > 0.0 {
+                let total = &mut self.group_force[g.force].1;
+                let slip = g.slip / g.count;
+                let trial = *total - slip / g.compliance;
                 let n = g.normal.try_normalize(1e-12).unwrap_or_else(Vec3::zeros);
-                *force = project(trial, &n, g.limit, model);
+                *total = project(trial, &n, g.limit, model);
             }
         }
         // Pass 3: each contact's force, its share of its group's plus its local part.
@@ -269,7 +363,7 @@ impl Island {
                 continue;
             }
             let g = &self.groups[group as usize];
-            let (share, local_slip) = if g.inverse_mass > 0.0 {
+            let (share, local_slip) = if g.compliance > 0.0 {
                 let total = self.group_force[g.force].1;
                 (
                     sign * total * (self.lambda[i] / g.normal_force),

@@ -85,7 +85,7 @@ impl IslandContact {
         };
         match self {
             IslandContact::Obstacle { body, contact } => {
-                let proxy = &bodies[*body as usize].proxies[contact.proxy as usize];
+                let proxy = &bodies[*body as usize].colliders[contact.proxy as usize];
                 for k in 0..4 {
                     push(*body, proxy.vertices[k], proxy.weights[k]);
                 }
@@ -205,8 +205,6 @@ pub(crate) struct Island {
     pub friction: Vec<Vec3>,
     /// The friction forces per unknown, for the next constrained step.
     friction_force: Vec<Vec3>,
-    /// Per member: `1 / M` (1/kg) of its free vertices.
-    member_inverse_mass: Vec<f64>,
     /// Scratch of the friction update: per member, the number of groups it slides in.
     member_degree: Vec<f64>,
     /// Scratch of the friction update: per contact `(slip, compliance, group, sign)`.
@@ -218,6 +216,15 @@ pub(crate) struct Island {
     group_force: Vec<((u32, u32), Vec3)>,
     /// Per contact: the part of its friction force beyond its share of its group's (N).
     local: Vec<Vec3>,
+    /// Per group of this step: the compliances of its bodies (m/N; see
+    /// [`friction::FrictionGroup`]), computed when the group first appears in the step.
+    group_compliance: Vec<((u32, u32), [f64; 2])>,
+    /// Scratch of the compliance solves: the force's distribution, the mean slip's, and the
+    /// response, per free vertex of one body.
+    compliance_d: Vec<f64>,
+    compliance_u: Vec<f64>,
+    compliance_z: Vec<f64>,
+    solve_scratch: crate::sim::sparse::SolveScratch,
     /// PD iterations planned and run.
     pub iterations: usize,
     pub done: usize,
@@ -227,6 +234,9 @@ pub(crate) struct Island {
     pub force: Vec<Vec3>,
     /// The constrained solution per unknown.
     pub x: Vec<Vec3>,
+    /// With the energy audit on: per unknown, the contact forces (rows and held reactions) and
+    /// the friction forces the last constrained step solved with (N).
+    pub audit_forces: Vec<(Vec3, Vec3)>,
     rows: Vec<ConstraintRow>,
     row_contact: Vec<u32>,
     /// `(row, unknown, coefficient)` of the terms the rows hold (see [`RowDecoupler`]).
@@ -302,18 +312,6 @@ impl Island {
             .iter()
             .map(|&b| bodies[b as usize].free_count())
             .sum();
-        self.member_inverse_mass.clear();
-        for &b in &self.members {
-            let body = &bodies[b as usize];
-            let mass: f64 = body.pd.as_ref().map_or(0.0, |pd| {
-                pd.free_vertices()
-                    .iter()
-                    .map(|&v| pd.masses()[v as usize])
-                    .sum()
-            });
-            self.member_inverse_mass
-                .push(if mass > 0.0 { 1.0 / mass } else { 0.0 });
-        }
         self.contacts.clear();
         for &b in &self.members {
             self.contacts.extend(
@@ -332,6 +330,7 @@ impl Island {
         self.mu.clear();
         self.friction.clear();
         self.local.clear();
+        self.group_compliance.clear();
         self.setup_contacts(0, bodies, obstacles, settings);
         self.remember_friction(bodies, friction_memory);
         self.reaction.clear();
@@ -382,7 +381,7 @@ impl Island {
         match &self.contacts[i] {
             IslandContact::Obstacle { body, contact } => {
                 let b = &bodies[*body as usize];
-                let p = b.proxies[contact.proxy as usize].position(&b.x);
+                let p = b.colliders[contact.proxy as usize].position(&b.x);
                 contact.normal.dot(&(contact.point - p))
             }
             IslandContact::Soft(c) => {
@@ -402,7 +401,23 @@ impl Island {
     /// obstacle contact is eq. (8)'s row over its proxy's vertices; a soft-soft contact a row
     /// pairing its surface vertex with the triangle corner that carries the contact point (see
     /// the comments inside).
-    fn build_rows(&mut self, id: u32, bodies: &[SoftBody], layout: Layout<'_>, skin: f64) {
+    ///
+    /// Depenetration is limited to `push_out` (m, the most a row may move its contact out of
+    /// a penetration it started the step in, [`WorldSettings::max_depenetration_speed`] times
+    /// `h`): a row whose contact started inside asks only for `push_out` beyond the start gap,
+    /// plus the obstacle's own approach, so that overlapping spawns and teleports separate over
+    /// several steps instead of being launched (PhysX's max depenetration velocity).
+    #[allow(clippy::too_many_arguments)]
+    fn build_rows(
+        &mut self,
+        id: u32,
+        bodies: &[SoftBody],
+        obstacles: &[Obstacle],
+        layout: Layout<'_>,
+        skin: f64,
+        push_out: f64,
+        h: f64,
+    ) {
         self.order.clear();
         for i in 0..self.contacts.len() {
             let v = self.violation(i, bodies, skin);
@@ -435,7 +450,7 @@ impl Island {
             let (count, rhs, normal, source, hold) = match &self.contacts[i as usize] {
                 IslandContact::Obstacle { body, contact } => {
                     let b = &bodies[*body as usize];
-                    let proxy = &b.proxies[contact.proxy as usize];
+                    let proxy = &b.colliders[contact.proxy as usize];
                     for (term, (&v, &w)) in terms
                         .iter_mut()
                         .zip(proxy.vertices.iter().zip(&proxy.weights))
@@ -447,13 +462,15 @@ impl Island {
                             held: false,
                         };
                     }
-                    (
-                        4,
-                        contact.normal.dot(&contact.point),
-                        contact.normal,
-                        RowSource::Obstacle(contact.obstacle),
-                        false,
-                    )
+                    // `n . p >= n . point`, or less where the proxy started inside: out by at
+                    // most `push_out` plus the obstacle's approach over the step.
+                    let n = contact.normal;
+                    let start = n.dot(&proxy.position(b.start_positions()));
+                    let approach = obstacles
+                        .get(contact.obstacle as usize)
+                        .map_or(0.0, |o| n.dot(&o.velocity_at(&contact.point)).max(0.0));
+                    let rhs = n.dot(&contact.point).min(start + push_out + approach * h);
+                    (4, rhs, n, RowSource::Obstacle(contact.obstacle), false)
                 }
                 IslandContact::Soft(c) => {
                     // The triangle's point is carried by one of its corners: the free corner
@@ -502,9 +519,13 @@ impl Island {
                                 x: xt(k),
                                 held: false,
                             };
+                            // The gap kept: the skin, or where the vertex started deeper, its
+                            // start gap plus `push_out`.
+                            let start =
+                                c.gap(bodies[a].start_positions(), bodies[t].start_positions());
                             (
                                 2,
-                                skin + n.dot(&(point - xt(k))),
+                                skin.min(start + push_out) + n.dot(&(point - xt(k))),
                                 n,
                                 RowSource::Soft {
                                     vertex_body: c.vertex_body,
@@ -558,9 +579,13 @@ impl Island {
                     // `n . (q_a - q_b) >= target` for the edge points `q`, with the chosen ends
                     // `p` as unknowns: `n . (p_a - p_b) >= target + n . ((q_b - p_b) - (q_a - p_a))`.
                     let offset = n.dot(&((c.point_b(xb) - pb) - (c.point_a(xa) - pa)));
+                    let start = c.gap(
+                        bodies[c.body_a as usize].start_positions(),
+                        bodies[c.body_b as usize].start_positions(),
+                    );
                     (
                         2,
-                        EDGE_SKIN_SHARE * skin + offset,
+                        (EDGE_SKIN_SHARE * skin).min(start + push_out) + offset,
                         n,
                         RowSource::Edge {
                             body_a: c.body_a,
@@ -613,7 +638,16 @@ impl Island {
                 self.x_alt[o + d] = body.x[vi as usize];
             }
         }
-        self.build_rows(id, bodies, layout, settings.soft_contact_skin);
+        let push_out = settings.max_depenetration_speed * h;
+        self.build_rows(
+            id,
+            bodies,
+            obstacles,
+            layout,
+            settings.soft_contact_skin,
+            push_out,
+            h,
+        );
         for (q, ((b, r), f)) in self
             .b_qp
             .iter_mut()
@@ -626,6 +660,7 @@ impl Island {
         self.reaction.iter_mut().for_each(|f| *f = Vec3::zeros());
         if self.rows.is_empty() {
             // Nothing touches: no contact force, so no friction either.
+            self.audit_forces.clear();
             self.friction.iter_mut().for_each(|f| *f = Vec3::zeros());
             self.friction_force
                 .iter_mut()
@@ -677,6 +712,16 @@ impl Island {
                 row.add_scaled(l, &mut self.force);
             }
         }
+        if settings.energy_audit {
+            // What this QP solved with: its rows' forces plus the applied reactions and
+            // friction (`b_qp - b`), before the friction update replaces them.
+            self.audit_forces.clear();
+            self.audit_forces.extend((0..self.unknowns).map(|u| {
+                let friction = self.friction_force[u];
+                let applied = self.b_qp[u] - self.b[u];
+                (self.force[u] + applied - friction, friction)
+            }));
+        }
         for &(j, d, coeff) in &self.held {
             let l = self.row_lambda[j as usize];
             if l > 0.0 {
@@ -702,23 +747,25 @@ impl Island {
     /// After an iteration: contacts at the new positions that no contact of the island covers
     /// yet (a proxy pushed into a second obstacle, a vertex through a neighbour's surface).
     /// Returns how many were added, plus how many known obstacle contacts are violated by more
-    /// than [`VIOLATION_TOLERANCE`] (a proxy whose vertex a soft row took in the last
-    /// iteration): either asks for another iteration. The members' BVHs must be fitted to their
+    /// than [`VIOLATION_TOLERANCE`] beyond what depenetration allows (a proxy whose vertex a
+    /// soft row took in the last iteration): either asks for another iteration. The members' BVHs must be fitted to their
     /// positions.
     pub fn redetect(
         &mut self,
         bodies: &[SoftBody],
         obstacles: &[Obstacle],
         settings: &WorldSettings,
+        h: f64,
     ) -> usize {
         let t = Instant::now();
+        let push_out = settings.max_depenetration_speed * h;
         let before = self.contacts.len();
         let mut violated = 0;
         for &b in &self.members {
             let body = &bodies[b as usize];
             self.found.clear();
             detect_contacts(
-                &body.proxies,
+                &body.colliders,
                 &body.x,
                 obstacles,
                 0.0,
@@ -731,12 +778,21 @@ impl Island {
                     matches!(k, IslandContact::Obstacle { body, contact }
                         if *body == b && contact.proxy == c.proxy && contact.obstacle == c.obstacle)
                 });
+                // A contact that started the step deeper than `push_out` is allowed to stay
+                // in by the rest (see `build_rows`).
+                let start_depth = || {
+                    let p0 = body.colliders[c.proxy as usize].position(body.start_positions());
+                    c.normal.dot(&(c.point - p0))
+                };
                 if c.depth > 1e-9 && !known {
                     self.contacts.push(IslandContact::Obstacle {
                         body: b,
                         contact: *c,
                     });
-                } else if known && c.depth > VIOLATION_TOLERANCE {
+                } else if known
+                    && c.depth > VIOLATION_TOLERANCE
+                    && c.depth > VIOLATION_TOLERANCE + start_depth() - push_out
+                {
                     violated += 1;
                 }
             }

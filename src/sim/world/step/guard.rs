@@ -96,9 +96,12 @@ fn guard(
         .then(|| RigidMotion::of(x, v, masses))
         .flatten();
     // Damping of the deformation only: rigid translation and rotation are kept.
+    let auditing = last_step.0.energy.is_some();
+    let ke_undamped = if auditing { kinetic(v) } else { 0.0 };
     if let Some(rigid) = rigid.as_ref().filter(|_| damps) {
         damp_deformation(x, v, rigid, pd.dof_map(), (-material.damping * h).exp());
     }
+    let ke_damped = if auditing { kinetic(v) } else { 0.0 };
     last_step.0.settling = match rigid.as_ref().filter(|_| settles) {
         Some(rigid) => settle(&settings.settling, rigid, x, v, slow_for, h),
         None => {
@@ -106,6 +109,10 @@ fn guard(
             false
         }
     };
+    if let Some(audit) = &mut last_step.0.energy {
+        audit.damping = ke_damped - ke_undamped;
+        audit.settling = kinetic(v) - ke_damped;
+    }
     if !(all_finite(x) && all_finite(v)) {
         return Err(FreezeReason::NonFiniteState);
     }
@@ -141,7 +148,7 @@ fn max_penetration(body: &mut SoftBody, obstacles: &[Obstacle]) -> f64 {
     let ws = &mut body.ws;
     ws.contacts.clear();
     detect_contacts(
-        &body.proxies,
+        &body.colliders,
         &body.x,
         obstacles,
         0.0,

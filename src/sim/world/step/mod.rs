@@ -1,13 +1,18 @@
 //! One substep of the world (`../shared/DESIGN.md` section 3, phases 2-7):
 //!
 //! 1. **Predict** (per body, parallel): `y = x + h v + h^2 g`, speculative obstacle contacts
-//!    along the predicted motion, the surface BVHs fitted over the motion.
+//!    along the predicted motion of every collider (the proxies, and every vertex that is not
+//!    one, interior vertices included: a crushed surface layer cannot let the inside through an
+//!    obstacle), the surface BVHs fitted over the motion.
 //! 2. **Detect soft contacts** (world): every pair of bodies whose BVHs overlap, and each body
 //!    with itself when self-collision is on ([`crate::sim::contact::soft`]); edge-edge contacts
 //!    between creases of two bodies ([`crate::sim::contact::edge_edge`]).
 //! 3. **Islands**: bodies linked by soft contacts share one QP ([`super::island`]).
 //! 4. **PD iterations**: local steps and prefactored solves per body (parallel); the
-//!    constrained global step per island by MPRGP (parallel); re-detection at the iterate.
+//!    constrained global step per island by MPRGP (parallel); re-detection at the iterate. A
+//!    contact that started the step inside (an overlapping spawn, a teleport) is pushed out by
+//!    at most [`WorldSettings::max_depenetration_speed`] times `h` per step, so that it
+//!    separates over several steps instead of being launched.
 //! 5. **Respond** (world): velocities `v = (x - x_start) / h`, then the velocity-level contact
 //!    LCP of every contact that touches at the end — Signorini and Coulomb friction, region by
 //!    region ([`crate::sim::contact::lcp`]), the position-level normal impulse `lambda h` of the
@@ -21,9 +26,13 @@
 //!    (the paper's eq. (12)) but applied before it through the bodies' prefactored matrices
 //!    ([`super::island::Island::restitution_force`]): a velocity-level restitution impulse on
 //!    the few contact vertices would hand them the whole body's rebound momentum.
+//!
 //! 6. **Guard** (per body): deformation damping; settling of slow, supported bodies
 //!    ([`super::settling`]); a non-finite state, a runaway speed or energy freezes the body at
 //!    its last good state.
+//!
+//! With [`WorldSettings::energy_audit`] on, each body's energy is measured at the start, after
+//! the iterations, and around every velocity phase ([`super::EnergyAudit`]).
 
 use std::time::{Duration, Instant};
 
@@ -35,6 +44,7 @@ mod respond;
 pub use respond::ContactPoint;
 
 use super::WorldSettings;
+use super::audit::{EnergyAudit, gravitational, kinetic};
 use super::body::SoftBody;
 use super::island::{Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
@@ -134,8 +144,17 @@ pub(crate) fn substep(
             }
         }
     });
+    if settings.energy_audit {
+        audit_velocity_phase(bodies, settings, AuditMark::Solved);
+    }
     respond::restitute(bodies, obstacles, h, st);
+    if settings.energy_audit {
+        audit_velocity_phase(bodies, settings, AuditMark::Restituted);
+    }
     summary.lcp = respond::respond(bodies, obstacles, settings, h, st);
+    if settings.energy_audit {
+        audit_velocity_phase(bodies, settings, AuditMark::Responded);
+    }
     summary.lcp_time = t.elapsed();
 
     // Settling: a body settles if supported (an obstacle touched, or another body in its
@@ -164,6 +183,50 @@ pub(crate) fn substep(
         guard::finish(b, obstacles, settings, h, failure, settles);
     });
     summary
+}
+
+/// Where [`audit_velocity_phase`] is called in the step.
+#[derive(Clone, Copy)]
+enum AuditMark {
+    /// After the PD iterations, `v = (x - x_start) / h` set.
+    Solved,
+    /// After restitution.
+    Restituted,
+    /// After the velocity LCP.
+    Responded,
+}
+
+/// The energy audit at the end of the solve and around the velocity phases of restitution and
+/// the contact LCP (which change kinetic energy only).
+fn audit_velocity_phase(bodies: &mut [SoftBody], settings: &WorldSettings, mark: AuditMark) {
+    bodies.par_iter_mut().for_each(|b| {
+        let SoftBody {
+            pd,
+            x,
+            v,
+            frozen,
+            last_step,
+            ..
+        } = b;
+        let (Some(pd), None, Some(audit)) = (pd.as_ref(), frozen.as_ref(), &mut last_step.0.energy)
+        else {
+            return;
+        };
+        let ke = kinetic(pd.masses(), v);
+        match mark {
+            AuditMark::Solved => {
+                let end =
+                    ke + gravitational(pd.masses(), x, &settings.gravity) + pd.elastic_energy(x);
+                audit.solve = end - audit.start;
+                audit.restitution = -ke;
+            }
+            AuditMark::Restituted => {
+                audit.restitution += ke;
+                audit.lcp = -ke;
+            }
+            AuditMark::Responded => audit.lcp += ke,
+        }
+    });
 }
 
 /// Phase 1 for one body: guard the input, build or refactor its system, predict, detect
@@ -210,12 +273,19 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         v,
         pinned,
         targets,
-        proxies,
+        colliders,
         ws,
         mesh,
         ..
     } = body;
     let Some(pd) = pd.as_ref() else { return };
+    if settings.energy_audit {
+        let m = pd.masses();
+        stats.energy = Some(EnergyAudit {
+            start: kinetic(m, v) + gravitational(m, x, &settings.gravity) + pd.elastic_energy(x),
+            ..Default::default()
+        });
+    }
     let n = x.len();
     let n_free = pd.free_vertices().len();
     ws.y.resize(n, Vec3::zeros());
@@ -241,7 +311,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     let t = Instant::now();
     ws.contacts.clear();
     detect_contacts_swept(
-        proxies,
+        colliders,
         &ws.x_start,
         &ws.y,
         obstacles,
@@ -519,7 +589,7 @@ fn iterate(
                     return;
                 }
                 island.done += 1;
-                let added = island.redetect(shared, obstacles, settings);
+                let added = island.redetect(shared, obstacles, settings, h);
                 if added > 0 && island.done == island.iterations && island.iterations < limit {
                     island.iterations += 1;
                 }
@@ -541,6 +611,17 @@ fn iterate(
             let o = offset_of[b as usize] as usize;
             let body = &mut bodies[b as usize];
             let n = body.free_count();
+            if let (Some(audit), Some(pd)) = (&mut body.last_step.0.energy, body.pd.as_ref())
+                && island.audit_forces.len() >= o + n
+            {
+                // The work of the last constrained step's forces over the step's displacement.
+                for (d, &vi) in pd.free_vertices().iter().enumerate() {
+                    let dx = body.x[vi as usize] - body.ws.x_start[vi as usize];
+                    let (contact, friction) = island.audit_forces[o + d];
+                    audit.contact_work += contact.dot(&dx);
+                    audit.friction_work += friction.dot(&dx);
+                }
+            }
             body.ws.friction.clear();
             body.ws
                 .friction

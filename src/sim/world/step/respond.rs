@@ -155,7 +155,7 @@ pub(super) fn respond(
                     relative -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
                     let b = &bodies[*body as usize];
                     (
-                        b.proxies[contact.proxy as usize].position(&b.x),
+                        b.colliders[contact.proxy as usize].position(&b.x),
                         Some((*body, contact.obstacle)),
                     )
                 }

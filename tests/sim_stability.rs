@@ -1,0 +1,183 @@
+//! The stability grid: a cube and a sphere dropped on a floor over Young's modulus, Poisson
+//! ratio and time step must each come to rest on the floor, keep their volume, stay where they
+//! landed, and never freeze. `cargo test` runs a quick subset; the whole grid is
+//! `cargo test --release --test sim_stability -- --ignored --nocapture` (it prints a table).
+
+use std::sync::Arc;
+
+use bevy_deformable::sim::mesh::signed_volume;
+use bevy_deformable::sim::{
+    Obstacle, Settling, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
+
+/// Simulated time per cell (s).
+const DURATION: f64 = 5.0;
+/// Resting means no vertex faster than this (m/s) at the end.
+const REST_SPEED: f64 = 0.05;
+/// No vertex below the floor by more than this (m), at any step after landing.
+const FLOOR_TOLERANCE: f64 = 1e-3;
+/// Horizontal drift of the centre of mass (m) allowed from 1.5 s after the drop to the end.
+const DRIFT: f64 = 0.01;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Cube,
+    Sphere,
+}
+
+/// What one cell of the grid measured.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    max_speed: f64,
+    deepest: f64,
+    volume_ratio: f64,
+    drift: f64,
+    frozen: bool,
+}
+
+impl Outcome {
+    fn passes(&self, youngs_modulus: f64) -> bool {
+        !self.frozen
+            && self.max_speed < REST_SPEED
+            && self.deepest < FLOOR_TOLERANCE
+            && (youngs_modulus < 1e4 || self.volume_ratio > 0.9)
+            && self.drift < DRIFT
+    }
+}
+
+fn volume(mesh: &TetMesh, x: &[Vec3]) -> f64 {
+    mesh.tets()
+        .iter()
+        .map(|t| {
+            let [a, b, c, d] = t.map(|v| x[v as usize]);
+            signed_volume(&a, &b, &c, &d)
+        })
+        .sum()
+}
+
+/// Drops a body of `shape` (0.5 m across) from 0.25 m above the floor and runs
+/// [`DURATION`] seconds.
+fn drop_on_floor(
+    shape: Shape,
+    youngs_modulus: f64,
+    nu: f64,
+    dt: f64,
+    settling: Settling,
+) -> Outcome {
+    let mesh = Arc::new(match shape {
+        Shape::Cube => TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap(),
+        Shape::Sphere => TetMesh::try_sphere(0.25, 6).unwrap(),
+    });
+    let material = SoftMaterial::RUBBER
+        .with_youngs_modulus(youngs_modulus)
+        .with_poisson_ratio(nu);
+    let mut world = SoftWorld::new(WorldSettings {
+        settling,
+        ..WorldSettings::default()
+    });
+    let body = world
+        .add_body(mesh.clone(), material, Vec3::new(0.0, 0.5, 0.0))
+        .unwrap();
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let rest_volume = volume(&mesh, world.positions(body).unwrap());
+    let steps = (DURATION / dt).round() as usize;
+    let settled_from = (1.5 / dt).round() as usize;
+    let mut deepest = 0.0f64;
+    let mut frozen = false;
+    let mut anchor = Vec3::zeros();
+    let mut drift = 0.0f64;
+    for step in 1..=steps {
+        let report = world.step(dt).unwrap();
+        frozen |= !report.frozen.is_empty();
+        let x = world.positions(body).unwrap();
+        deepest = deepest.max(-x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min));
+        let centre = x.iter().sum::<Vec3>() / x.len() as f64;
+        let flat = Vec3::new(centre.x, 0.0, centre.z);
+        if step == settled_from {
+            anchor = flat;
+        } else if step > settled_from {
+            drift = drift.max((flat - anchor).norm());
+        }
+    }
+    let max_speed = world
+        .velocities(body)
+        .unwrap()
+        .iter()
+        .map(|v| v.norm())
+        .fold(0.0, f64::max);
+    Outcome {
+        max_speed,
+        deepest,
+        volume_ratio: volume(&mesh, world.positions(body).unwrap()) / rest_volume,
+        drift,
+        frozen,
+    }
+}
+
+fn check(shape: Shape, e: f64, nu: f64, dt: f64, settling: Settling) {
+    let o = drop_on_floor(shape, e, nu, dt, settling);
+    assert!(
+        o.passes(e),
+        "{shape:?} E = {e:e} Pa, nu = {nu}, dt = 1/{:.0} s: {o:?}",
+        1.0 / dt
+    );
+}
+
+#[test]
+fn a_rubber_cube_rests_on_the_floor() {
+    check(Shape::Cube, 1e5, 0.3, 1.0 / 60.0, Settling::default());
+}
+
+#[test]
+fn a_nearly_incompressible_stiff_cube_rests_at_a_large_step() {
+    check(Shape::Cube, 1e6, 0.49, 1.0 / 30.0, Settling::default());
+}
+
+#[test]
+fn a_very_soft_sphere_rests_on_the_floor_without_sinking() {
+    check(Shape::Sphere, 1e3, 0.45, 1.0 / 60.0, Settling::default());
+}
+
+#[test]
+fn without_settling_a_stiff_cube_still_comes_to_rest() {
+    check(Shape::Cube, 1e6, 0.3, 1.0 / 60.0, Settling::OFF);
+}
+
+/// The whole grid, printed as a table; fails if any cell fails. Known failures (README,
+/// "Stability grid"): bodies around E = 1e4 Pa that sag by a third or more keep rocking and
+/// drift by centimetres, and some cells at h = 1/240 s drift by 1-3 cm.
+#[test]
+#[ignore = "the full grid takes minutes: run with --release -- --ignored --nocapture"]
+fn stability_grid() {
+    let mut failures = Vec::new();
+    println!(
+        "| shape | E (Pa) | nu | dt (s) | max speed (m/s) | deepest (mm) | volume | drift (mm) | frozen | ok |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |");
+    for shape in [Shape::Cube, Shape::Sphere] {
+        for e in [1e3, 1e4, 1e5, 1e6, 1e7, 1e8] {
+            for nu in [0.0, 0.3, 0.45, 0.49] {
+                for dt in [1.0 / 240.0, 1.0 / 60.0, 1.0 / 30.0] {
+                    let o = drop_on_floor(shape, e, nu, dt, Settling::default());
+                    let ok = o.passes(e);
+                    println!(
+                        "| {shape:?} | {e:.0e} | {nu} | 1/{:.0} | {:.4} | {:.2} | {:.3} | {:.2} | {} | {} |",
+                        1.0 / dt,
+                        o.max_speed,
+                        o.deepest * 1e3,
+                        o.volume_ratio,
+                        o.drift * 1e3,
+                        o.frozen,
+                        if ok { "yes" } else { "NO" }
+                    );
+                    if !ok {
+                        failures.push((shape, e, nu, dt));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "failing cells: {failures:?}");
+}

@@ -319,3 +319,92 @@ fn a_three_body_scene_reaches_its_pinned_state() {
          PINNED_HASH in tests/sim_rest.rs to {hash:#x}; if not, a change broke determinism"
     );
 }
+
+/// Before: a cube at nu = 0.4999999 was thrown 13 m up; now the volume term is built for at
+/// most nu = 0.49 (`MAX_EFFECTIVE_POISSON_RATIO`).
+#[test]
+fn a_nearly_incompressible_cube_lands_without_being_thrown() {
+    let material = SoftMaterial::RUBBER.with_poisson_ratio(0.499_999_9);
+    let mesh = TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap();
+    let (audits, world) = drop_audited(mesh, material, 0.5, 3.0, Settling::default());
+    // Measured: at most 4.8 mJ over half a second (of 400 J of potential energy), from the
+    // 10 PD iterations' error on the stiff volume term.
+    let rise = largest_rise(&audits, 30, 30);
+    assert!(rise <= 1e-2, "rose {rise} J");
+    let body = world.bodies().next().unwrap();
+    let x = world.positions(body).unwrap();
+    assert!(centroid(x).y < 0.3, "centre at {}", centroid(x).y);
+    assert!(max_speed(world.velocities(body).unwrap()) < 0.05);
+}
+
+/// Before: a stiff, nearly incompressible cube at h = 1/30 s rested for 6 s, then jumped to
+/// 1.28 m/s at 9.93 s. Still failing: 10 PD iterations do not converge at E = 1e8 Pa and
+/// h = 1/30 s, and the energy audit shows the solve itself adding energy (1147 J in the step
+/// after the cube touches down, with no contact or friction work): vertices flick at 0.5-2 m/s
+/// every second or two. It needs the convergence work of the real-time issue (a residual
+/// stop, acceleration) or the Newton solver.
+#[test]
+#[ignore = "fails: PD at 10 iterations does not converge for E = 1e8 Pa at h = 1/30 s"]
+fn a_stiff_cube_at_a_large_step_stays_at_rest() {
+    let material = SoftMaterial::RUBBER
+        .with_youngs_modulus(1e8)
+        .with_poisson_ratio(0.49);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let body = world
+        .add_body(
+            Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap()),
+            material,
+            Vec3::new(0.0, 0.26, 0.0),
+        )
+        .unwrap();
+    world.add_obstacle(floor()).unwrap();
+    let dt = 1.0 / 30.0;
+    for step in 0..360 {
+        assert!(world.step(dt).unwrap().frozen.is_empty());
+        if step >= 60 {
+            let speed = max_speed(world.velocities(body).unwrap());
+            assert!(speed < 0.1, "step {step}: {speed} m/s");
+        }
+    }
+}
+
+/// Before: a jelly cube thrown at a 2 cm wall pushed its interior vertices 13-65 cm through
+/// it (only its surface collided, and its surface layer inverted on impact).
+#[test]
+fn a_jelly_cube_thrown_at_a_thin_wall_keeps_every_vertex_in_front() {
+    for speed in [5.0, 10.0] {
+        let mut world = SoftWorld::new(WorldSettings {
+            gravity: Vec3::zeros(),
+            ..WorldSettings::default()
+        });
+        let wall = Obstacle::cuboid(Vec3::new(0.01, 1.0, 1.0))
+            .unwrap()
+            .with_position(Vec3::new(0.5, 0.0, 0.0));
+        world.add_obstacle(wall).unwrap();
+        let body = world
+            .add_body(
+                Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 4).unwrap()),
+                SoftMaterial::JELLY,
+                Vec3::zeros(),
+            )
+            .unwrap();
+        for v in world.velocities_mut(body).unwrap() {
+            *v = Vec3::new(speed, 0.0, 0.0);
+        }
+        let mut deepest = f64::NEG_INFINITY;
+        for _ in 0..60 {
+            assert!(world.step(DT).unwrap().frozen.is_empty());
+            let front = world
+                .positions(body)
+                .unwrap()
+                .iter()
+                .map(|p| p.x)
+                .fold(f64::NEG_INFINITY, f64::max);
+            deepest = deepest.max(front - 0.49);
+        }
+        assert!(
+            deepest < 2e-3,
+            "{speed} m/s: a vertex {deepest} m past the wall's face"
+        );
+    }
+}

@@ -43,7 +43,8 @@ impl Default for StrainLimits {
 pub struct SoftMaterial {
     /// Young's modulus `E` in pascals (Pa), `> 0`. Default: 2.0e5 (soft rubber).
     pub youngs_modulus: f64,
-    /// Poisson ratio `nu`, dimensionless, in `(-1, 0.5)`. Default: 0.4.
+    /// Poisson ratio `nu`, dimensionless, in `(-1, 0.5)`; simulated as at most
+    /// [`MAX_EFFECTIVE_POISSON_RATIO`] (0.49). Default: 0.4.
     pub poisson_ratio: f64,
     /// Mass density in kg/m^3, `> 0`. Default: 1000.
     pub density: f64,
@@ -166,6 +167,12 @@ pub enum MaterialError {
     #[error("strain limits need 0 < min <= 1 <= max and stiffness_scale > 0, got {0:?}")]
     StrainLimits(StrainLimits),
 }
+
+/// The largest Poisson ratio the volume term is built for: above it `lambda` is taken at 0.49
+/// (`lambda = 49 mu`). Closer to 0.5 the volume weight grows without bound, the PD matrix loses
+/// the precision of its factorization, and the step's error shows as energy: a cube at
+/// `nu = 0.4999999` was thrown 13 m up. The stability grid (README) covers up to 0.49.
+pub const MAX_EFFECTIVE_POISSON_RATIO: f64 = 0.49;
 
 impl SoftMaterial {
     /// Soft jelly: E = 2e4 Pa, nu = 0.45, 1000 kg/m^3.
@@ -325,10 +332,13 @@ impl SoftMaterial {
     }
 
     /// Weights of the two always-present PD constraints for a tet of rest volume `volume` (m^3):
-    /// `(2 mu V, lambda V)`, and the strain-limit weight (0 without limits).
+    /// `(2 mu V, lambda V)`, and the strain-limit weight (0 without limits). `lambda` is
+    /// clamped to its value at [`MAX_EFFECTIVE_POISSON_RATIO`].
     pub(crate) fn pd_weights(&self, volume: f64) -> (f64, f64, f64) {
         let mu = self.lame_mu();
-        let lambda = self.lame_lambda().max(0.0);
+        let nu = MAX_EFFECTIVE_POISSON_RATIO;
+        let lambda_cap = 2.0 * mu * nu / (1.0 - 2.0 * nu);
+        let lambda = self.lame_lambda().clamp(0.0, lambda_cap);
         let w_corot = 2.0 * mu * volume;
         let w_vol = lambda * volume;
         let w_lim = self

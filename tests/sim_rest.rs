@@ -408,3 +408,38 @@ fn a_jelly_cube_thrown_at_a_thin_wall_keeps_every_vertex_in_front() {
         );
     }
 }
+
+/// The audit adds up: the energy it reports at the end of each step is the body's energy
+/// measured independently after the step, and each step starts where the last one ended.
+#[test]
+fn the_energy_audit_adds_up_to_the_measured_energy() {
+    let mut world = SoftWorld::new(WorldSettings {
+        energy_audit: true,
+        ..WorldSettings::default()
+    });
+    let body = world
+        .add_body(
+            Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 3).unwrap()),
+            SoftMaterial::JELLY,
+            Vec3::new(0.0, 0.4, 0.0),
+        )
+        .unwrap();
+    world.add_obstacle(floor()).unwrap();
+    let mut last_end: Option<f64> = None;
+    for step in 0..90 {
+        let audit = world.step(DT).unwrap().energy.unwrap();
+        let measured = world.kinetic_energy(body).unwrap()
+            + world.potential_energy(body).unwrap()
+            + world.elastic_energy(body).unwrap();
+        let scale = measured.abs().max(1.0);
+        assert!(
+            (audit.end() - measured).abs() < 1e-9 * scale,
+            "step {step}: audit {} J, measured {measured} J",
+            audit.end()
+        );
+        if let Some(end) = last_end {
+            assert!((audit.start - end).abs() < 1e-9 * scale, "step {step}");
+        }
+        last_end = Some(audit.end());
+    }
+}

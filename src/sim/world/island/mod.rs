@@ -748,8 +748,8 @@ impl Island {
     /// yet (a proxy pushed into a second obstacle, a vertex through a neighbour's surface).
     /// Returns how many were added, plus how many known obstacle contacts are violated by more
     /// than [`VIOLATION_TOLERANCE`] beyond what depenetration allows (a proxy whose vertex a
-    /// soft row took in the last iteration): either asks for another iteration. The members' BVHs must be fitted to their
-    /// positions.
+    /// soft row took in the last iteration): either asks for another iteration. The members'
+    /// BVHs must be fitted to their positions.
     pub fn redetect(
         &mut self,
         bodies: &[SoftBody],

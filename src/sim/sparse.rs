@@ -384,6 +384,29 @@ mod tests {
     }
 
     #[test]
+    fn shared_scalar_solve_matches_the_dense_solve() {
+        let n = 60;
+        let m = test_matrix(n);
+        let dense = nalgebra::DMatrix::from_fn(n, n, |i, j| m.get(i, j));
+        let mut chol = SparseCholesky::analyse(&m).unwrap();
+        chol.factorize(&m).unwrap();
+        let mut scratch = SolveScratch::default();
+        for k in 0..3 {
+            let b: Vec<f64> = (0..n).map(|i| ((i * (k + 2)) % 7) as f64 - 3.0).collect();
+            let mut x = b.clone();
+            chol.solve_scalar_with(&mut x, &mut scratch);
+            let xd = dense
+                .clone()
+                .cholesky()
+                .unwrap()
+                .solve(&nalgebra::DVector::from_column_slice(&b));
+            for i in 0..n {
+                assert!((x[i] - xd[i]).abs() < 1e-10 * (1.0 + xd[i].abs()));
+            }
+        }
+    }
+
+    #[test]
     fn indefinite_matrix_is_reported() {
         let mut m = SymmetricMatrix::from_pairs(3, [(0, 1), (1, 2)]);
         for i in 0..3 {

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use super::super::WorldSettings;
+use super::super::audit::kinetic;
 use super::super::body::SoftBody;
 use super::super::report::FreezeReason;
 use super::super::settling::{RigidMotion, settle};
@@ -81,14 +82,7 @@ fn guard(
         return Err(FreezeReason::Factorization("missing system".into()));
     };
     let masses = pd.masses();
-    let kinetic = |v: &[Vec3]| {
-        0.5 * v
-            .iter()
-            .zip(masses)
-            .map(|(vi, m)| m * vi.norm_squared())
-            .sum::<f64>()
-    };
-    let ke_before = kinetic(&ws.v_start);
+    let ke_before = kinetic(masses, &ws.v_start);
     // The rigid motion, computed once for both dampings: damping the deformation leaves it as
     // it is (what it scales carries no momentum), and a settling body has no pinned vertex.
     let damps = material.damping > 0.0;
@@ -97,11 +91,11 @@ fn guard(
         .flatten();
     // Damping of the deformation only: rigid translation and rotation are kept.
     let auditing = last_step.0.energy.is_some();
-    let ke_undamped = if auditing { kinetic(v) } else { 0.0 };
+    let ke_undamped = if auditing { kinetic(masses, v) } else { 0.0 };
     if let Some(rigid) = rigid.as_ref().filter(|_| damps) {
         damp_deformation(x, v, rigid, pd.dof_map(), (-material.damping * h).exp());
     }
-    let ke_damped = if auditing { kinetic(v) } else { 0.0 };
+    let ke_damped = if auditing { kinetic(masses, v) } else { 0.0 };
     last_step.0.settling = match rigid.as_ref().filter(|_| settles) {
         Some(rigid) => settle(&settings.settling, rigid, x, v, slow_for, h),
         None => {
@@ -111,7 +105,7 @@ fn guard(
     };
     if let Some(audit) = &mut last_step.0.energy {
         audit.damping = ke_damped - ke_undamped;
-        audit.settling = kinetic(v) - ke_damped;
+        audit.settling = kinetic(masses, v) - ke_damped;
     }
     if !(all_finite(x) && all_finite(v)) {
         return Err(FreezeReason::NonFiniteState);
@@ -121,7 +115,7 @@ fn guard(
         return Err(FreezeReason::SpeedLimit { speed: max_speed });
     }
     let total_mass: f64 = masses.iter().sum();
-    let ke_after = kinetic(v);
+    let ke_after = kinetic(masses, v);
     let reference = ke_before.max(0.5 * total_mass);
     if ke_after > settings.runaway_energy_factor * reference {
         return Err(FreezeReason::EnergyRunaway {

@@ -399,6 +399,8 @@ impl SoftWorld {
             Some(i) => {
                 self.obstacles.remove(i);
                 self.obstacle_ids.remove(i);
+                // The friction memory is keyed by obstacle index.
+                self.state.forget_friction();
                 self.restart_settling();
                 true
             }

@@ -27,6 +27,8 @@
 mod friction;
 mod restitution;
 
+pub(crate) use friction::FrictionMemory;
+
 use std::time::{Duration, Instant};
 
 use super::WorldSettings;
@@ -69,6 +71,11 @@ pub(crate) enum IslandContact {
 /// in the decoupler's deepest-first order and the edge rows only bind where edges cross.
 pub(crate) const EDGE_SKIN_SHARE: f64 = 0.5;
 
+/// Identity of a contact across steps: `[0, body, collider, obstacle]` for an obstacle contact,
+/// `[1, vertex body, vertex, triangle body]` for a vertex-triangle contact (which keeps one
+/// contact per vertex and pair of bodies, whatever triangle it slides to).
+pub(crate) type ContactKey = [u32; 4];
+
 /// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
 /// constrains (positive on the side the normal points to).
 pub(crate) type Terms = ([(u32, u32, f64); 7], usize);
@@ -103,6 +110,18 @@ impl IslandContact {
             }
         }
         out
+    }
+
+    /// The contact's identity across steps, or `None` for an edge-edge contact (frictionless,
+    /// so it has no friction to carry).
+    pub fn key(&self) -> Option<ContactKey> {
+        match self {
+            IslandContact::Obstacle { body, contact } => {
+                Some([0, *body, contact.proxy, contact.obstacle])
+            }
+            IslandContact::Soft(c) => Some([1, c.vertex_body, c.vertex, c.triangle_body]),
+            IslandContact::Edge(_) => None,
+        }
     }
 
     /// The two bodies of a soft contact (the positive side's first), or `None` for an obstacle
@@ -304,7 +323,7 @@ impl Island {
         obstacles: &[Obstacle],
         soft: impl Iterator<Item = SoftContact>,
         edges: impl Iterator<Item = EdgeContact>,
-        friction_memory: &[((u32, u32), Vec3)],
+        friction_memory: &FrictionMemory,
         settings: &WorldSettings,
     ) {
         self.unknowns = self

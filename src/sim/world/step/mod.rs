@@ -46,7 +46,7 @@ pub use respond::ContactPoint;
 use super::WorldSettings;
 use super::audit::{EnergyAudit, gravitational, kinetic};
 use super::body::SoftBody;
-use super::island::{Island, IslandContact, Layout, NO_ISLAND};
+use super::island::{FrictionMemory, Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use crate::sim::contact::{
     BodyBvh, ContactLcp, EdgeContact, LcpStats, Obstacle, SoftContact, SoftSurface,
@@ -83,13 +83,13 @@ pub(crate) struct StepState {
     inv_mass: Vec<f64>,
     /// The contacts of the last velocity LCP, for debug drawing.
     pub points: Vec<ContactPoint>,
-    /// Per friction group of the last step (pair of bodies, or body and obstacle, keyed as in
-    /// the islands): its total friction force (N), to start the next step's from.
-    friction_memory: Vec<((u32, u32), Vec3)>,
+    /// The friction the last step ended with (per group and per contact), to start the next
+    /// step's from.
+    friction_memory: FrictionMemory,
 }
 
 impl StepState {
-    /// Forgets the friction of the last step (body indices changed).
+    /// Forgets the friction of the last step (body or obstacle indices changed).
     pub fn forget_friction(&mut self) {
         self.friction_memory.clear();
     }
@@ -606,7 +606,7 @@ fn iterate(
             }
             continue;
         }
-        friction_memory.extend(island.remembered_friction());
+        friction_memory.remember(island);
         for &b in &island.members {
             let o = offset_of[b as usize] as usize;
             let body = &mut bodies[b as usize];
@@ -628,6 +628,7 @@ fn iterate(
                 .extend_from_slice(&island.friction_force()[o..o + n]);
         }
     }
+    friction_memory.finish();
     // Statistics: per-body counts; the island's QP figures on its first member.
     for island in islands.iter() {
         for (k, &b) in island.members.iter().enumerate() {

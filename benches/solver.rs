@@ -26,6 +26,11 @@ struct SceneResult {
     ms_global: f64,
     ms_contact: f64,
     mprgp_iterations: f64,
+    /// PD iterations per step (median of the measured steps after the timed ones).
+    pd_iterations: f64,
+    /// Relative residual of the implicit step's optimality condition at the end of the
+    /// iterations (median of the measured steps after the timed ones).
+    residual: f64,
     first_step_ms: f64,
 }
 
@@ -66,7 +71,18 @@ fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
         contact.push(ms(r.timings.detect + r.timings.velocity));
         its.push(r.mprgp_iterations as f64);
     }
+    // The residual is measured on further steps, so that its extra local steps stay out of the
+    // timings.
+    world.settings_mut().measure_residual = true;
+    let (mut pd, mut residual) = (Vec::new(), Vec::new());
+    for _ in 0..steps.min(20) {
+        let r = world.step(DT).expect("valid dt");
+        pd.push(r.pd_iterations as f64);
+        residual.push(r.residual.expect("measured"));
+    }
     SceneResult {
+        pd_iterations: median(&mut pd),
+        residual: median(&mut residual),
         name: name.to_string(),
         vertices: mesh.vertex_count(),
         tets: mesh.tet_count(),
@@ -221,12 +237,22 @@ fn main() {
     }
     println!("\nWhole steps, dropped on a floor, dt = 1/60 s, 10 PD iterations (medians, ms):");
     println!(
-        "{:<14} {:>8} {:>8} {:>10} {:>8} {:>8} {:>9} {:>7} {:>11}",
-        "scene", "verts", "tets", "ms/step", "local", "global", "contact", "mprgp", "first step"
+        "{:<14} {:>8} {:>8} {:>10} {:>8} {:>8} {:>9} {:>7} {:>4} {:>9} {:>11}",
+        "scene",
+        "verts",
+        "tets",
+        "ms/step",
+        "local",
+        "global",
+        "contact",
+        "mprgp",
+        "pd",
+        "residual",
+        "first step"
     );
     for s in &scenes {
         println!(
-            "{:<14} {:>8} {:>8} {:>10.2} {:>8.2} {:>8.2} {:>9.2} {:>7.0} {:>11.1}",
+            "{:<14} {:>8} {:>8} {:>10.2} {:>8.2} {:>8.2} {:>9.2} {:>7.0} {:>4.0} {:>9.1e} {:>11.1}",
             s.name,
             s.vertices,
             s.tets,
@@ -235,9 +261,15 @@ fn main() {
             s.ms_global,
             s.ms_contact,
             s.mprgp_iterations,
+            s.pd_iterations,
+            s.residual,
             s.first_step_ms
         );
     }
+    println!(
+        "(pd: PD iterations per step; residual: the implicit step's relative optimality residual \
+         at the end of the iterations, `WorldSettings::measure_residual`, over 20 further steps)"
+    );
 
     // MPRGP vs dual PGS on the same QP. `qp.pd` is the operator; `solver` an identical factor
     // that PGS may use mutably.
@@ -326,8 +358,8 @@ fn main() {
         .iter()
         .map(|s| {
             format!(
-                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"ms_per_step_median\": {:.4}, \"ms_local\": {:.4}, \"ms_global\": {:.4}, \"ms_contact\": {:.4}, \"mprgp_iterations\": {:.1}}}",
-                s.name, s.vertices, s.tets, s.ms_per_step_median, s.ms_local, s.ms_global, s.ms_contact, s.mprgp_iterations
+                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"ms_per_step_median\": {:.4}, \"ms_local\": {:.4}, \"ms_global\": {:.4}, \"ms_contact\": {:.4}, \"mprgp_iterations\": {:.1}, \"pd_iterations\": {:.1}, \"residual\": {:.3e}}}",
+                s.name, s.vertices, s.tets, s.ms_per_step_median, s.ms_local, s.ms_global, s.ms_contact, s.mprgp_iterations, s.pd_iterations, s.residual
             )
         })
         .collect();

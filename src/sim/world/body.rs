@@ -51,6 +51,8 @@ pub(crate) struct Workspace {
     /// Per free vertex: the friction force (N) of the last step's final friction update, which
     /// the next step's first constrained global step applies (empty: none).
     pub friction: Vec<Vec3>,
+    /// Scratch of the convergence measure ([`super::WorldSettings::measure_residual`]).
+    pub residual: super::step::ResidualScratch,
 }
 
 /// The points of a body with `vertex_count` vertices that collide with obstacles: `proxies`

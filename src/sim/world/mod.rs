@@ -99,6 +99,11 @@ pub struct WorldSettings {
     /// [`StepReport::energy`] and [`SoftWorld::last_step_stats`]): a debugging aid that costs
     /// three elastic-energy evaluations per body per step. Default: false.
     pub energy_audit: bool,
+    /// Measure how far each step's PD iterations are from the implicit step's solution: the
+    /// relative residual of its optimality condition, contact and friction forces included (in
+    /// [`BodyStepStats::residual`] and [`StepReport::residual`]; see the step module's
+    /// `residual`). Costs two extra local steps per body per step. Default: false.
+    pub measure_residual: bool,
 }
 
 impl Default for WorldSettings {
@@ -122,6 +127,7 @@ impl Default for WorldSettings {
             separate_regions: true,
             settling: Settling::default(),
             energy_audit: false,
+            measure_residual: false,
         }
     }
 }

@@ -111,6 +111,10 @@ pub struct BodyStepStats {
     /// The body's energy at each phase of the step, when
     /// [`super::WorldSettings::energy_audit`] is on (of the last substep).
     pub energy: Option<super::EnergyAudit>,
+    /// How far the last substep's PD iterations ended from the implicit step's solution, when
+    /// [`super::WorldSettings::measure_residual`] is on: `||grad Phi(x) - J' lambda - f||` over
+    /// `||grad Phi||` at the step's first iterate (dimensionless; 0 where that vanishes).
+    pub residual: Option<f64>,
 }
 
 /// What [`super::SoftWorld::step`] did.
@@ -155,6 +159,9 @@ pub struct StepReport {
     /// The energy audit summed over bodies (the start of the first substep, the changes of
     /// all), when [`super::WorldSettings::energy_audit`] is on.
     pub energy: Option<super::EnergyAudit>,
+    /// The largest relative residual of the PD iterations over bodies and substeps (see
+    /// [`BodyStepStats::residual`]), when [`super::WorldSettings::measure_residual`] is on.
+    pub residual: Option<f64>,
 }
 
 impl StepReport {
@@ -180,6 +187,9 @@ impl StepReport {
         self.constraints += s.constraints;
         self.active_constraints += s.active_constraints;
         self.kkt_residual = self.kkt_residual.max(s.kkt_residual);
+        if let Some(r) = s.residual {
+            self.residual = Some(self.residual.map_or(r, |m| m.max(r)));
+        }
         self.max_penetration = self.max_penetration.max(s.max_penetration);
     }
 }

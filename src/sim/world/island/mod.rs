@@ -731,7 +731,7 @@ impl Island {
                 row.add_scaled(l, &mut self.force);
             }
         }
-        if settings.energy_audit {
+        if settings.energy_audit || settings.measure_residual {
             // What this QP solved with: its rows' forces plus the applied reactions and
             // friction (`b_qp - b`), before the friction update replaces them.
             self.audit_forces.clear();

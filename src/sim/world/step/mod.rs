@@ -32,14 +32,19 @@
 //!    its last good state.
 //!
 //! With [`WorldSettings::energy_audit`] on, each body's energy is measured at the start, after
-//! the iterations, and around every velocity phase ([`super::EnergyAudit`]).
+//! the iterations, and around every velocity phase ([`super::EnergyAudit`]). With
+//! [`WorldSettings::measure_residual`] on, the iterations' convergence is measured around them
+//! ([`residual`]).
 
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
 mod guard;
+mod residual;
 mod respond;
+
+pub(crate) use residual::ResidualScratch;
 
 pub use respond::ContactPoint;
 
@@ -133,7 +138,13 @@ pub(crate) fn substep(
     form_islands(bodies, obstacles, settings, st);
     summary.islands = st.island_count;
     summary.largest_island = st.island_size.iter().copied().max().unwrap_or(0) as usize;
+    if settings.measure_residual {
+        residual::measure_start(bodies, st);
+    }
     iterate(bodies, obstacles, settings, h, st);
+    if settings.measure_residual {
+        residual::measure_end(bodies, st);
+    }
     summary.soft_penetration = soft_penetration(bodies, st);
 
     let t = Instant::now();

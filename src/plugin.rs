@@ -69,7 +69,8 @@ pub struct DeformableConfig {
     pub substeps: u32,
     /// Projective Dynamics local/global iterations per substep. Default: 10.
     pub pd_iterations: u32,
-    /// Relative tolerance of the MPRGP contact solves. Default: 1e-5.
+    /// Relative tolerance of the MPRGP contact solves (relative to the force that moves the
+    /// bodies from their inertial prediction). Default: 1e-3.
     pub mprgp_tolerance: f32,
     /// Iteration cap of one MPRGP solve. Default: 500.
     pub mprgp_max_iterations: u32,

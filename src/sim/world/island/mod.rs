@@ -270,6 +270,8 @@ pub(crate) struct Island {
     decoupler: RowDecoupler,
     b: Vec<Vec3>,
     x_alt: Vec<Vec3>,
+    /// Per unknown: the inertial prediction `y`, about which the contact QP is solved.
+    anchor: Vec<Vec3>,
     gradient: Vec<Vec3>,
     mprgp: Mprgp,
     forces: ContactForces,
@@ -358,6 +360,7 @@ impl Island {
         self.x.resize(self.unknowns, Vec3::zeros());
         self.b.resize(self.unknowns, Vec3::zeros());
         self.x_alt.resize(self.unknowns, Vec3::zeros());
+        self.anchor.resize(self.unknowns, Vec3::zeros());
         self.iterations = settings.pd_iterations.max(1);
         self.done = 0;
         self.stats = IslandStats::default();
@@ -655,6 +658,7 @@ impl Island {
             self.x[o..o + n].copy_from_slice(&body.ws.x_free[..n]);
             for (d, &vi) in pd.free_vertices().iter().enumerate() {
                 self.x_alt[o + d] = body.x[vi as usize];
+                self.anchor[o + d] = body.ws.y[vi as usize];
             }
         }
         let push_out = settings.max_depenetration_speed * h;
@@ -719,9 +723,11 @@ impl Island {
             b: &self.b_qp,
             rows: &self.rows,
         };
+        // About the inertial prediction, so that the QP's tolerance is relative to the forces
+        // that move the bodies, not to where they are (see `Mprgp::solve_about`).
         let qp = self
             .mprgp
-            .solve(&problem, &mut self.x)
+            .solve_about(&problem, &self.anchor, &mut self.x)
             .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
         self.forces.compute(&problem, &self.x, &mut self.row_lambda);
         for (j, row) in self.rows.iter().enumerate() {

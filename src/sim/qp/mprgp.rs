@@ -67,7 +67,8 @@ pub struct MprgpStats {
     pub expansion_steps: usize,
     /// Proportioning steps taken.
     pub proportioning_steps: usize,
-    /// Final `||phi + beta|| / ||b||` (scaled metric).
+    /// Final `||phi + beta|| / ||b||` (scaled metric; with [`Mprgp::solve_about`], of the
+    /// problem moved to the anchor: `b - A anchor`).
     pub relative_residual: f64,
     /// Whether the tolerance was reached.
     pub converged: bool,

@@ -99,8 +99,8 @@ pub struct BodyStepStats {
     pub constraints: usize,
     /// Rows active at the solution.
     pub active_constraints: usize,
-    /// Relative KKT residual `||phi + beta|| / ||b||` of the last constrained global step (0 if
-    /// unconstrained).
+    /// Relative KKT residual `||phi + beta|| / ||b - A y||` of the last constrained global step,
+    /// solved about the inertial prediction `y` (Jacobi-scaled; 0 if unconstrained).
     pub kkt_residual: f64,
     /// Deepest penetration (m) of a proxy into an obstacle after the step.
     pub max_penetration: f64,

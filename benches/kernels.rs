@@ -1,4 +1,5 @@
-//! Micro-benchmarks of the kernels inside one PD step: signed SVD, the local step, the global
+//! Micro-benchmarks of the kernels inside one PD step: signed SVD, the local step (scalar and
+//! cold; vectorised and warm-started, also per tet per thread), the global
 //! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes;
 //! and the soft-soft broadphase (BVH refit and candidate pairs) against surface triangle count.
 //!
@@ -8,6 +9,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bevy_deformable::sim::contact::{BodyBvh, candidate_pairs};
+use bevy_deformable::sim::local_step::WarmFrames;
 use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
 use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
@@ -63,9 +65,17 @@ fn main() {
         "\nsigned SVD 3x3: {svd_ns:.0} ns (nalgebra svd: {nalgebra_ns:.0} ns); volume projection: {vol_ns:.0} ns"
     );
     println!(
-        "\n{:>8} {:>8} {:>13} {:>13} {:>12} {:>12} {:>14}",
-        "verts", "tets", "local ms", "warm ms", "matvec ms", "solve ms", "factor ms"
+        "\n{:>8} {:>8} {:>13} {:>13} {:>16} {:>12} {:>12} {:>14}",
+        "verts",
+        "tets",
+        "local ms",
+        "warm ms",
+        "warm ns/tet/thr",
+        "matvec ms",
+        "solve ms",
+        "factor ms"
     );
+    let threads = rayon::current_num_threads() as f64;
     for res in [9usize, 21, 33] {
         let mesh = TetMesh::cuboid(Vec3::repeat(0.5), res);
         let t = Instant::now();
@@ -89,11 +99,24 @@ fn main() {
         let mut contributions = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
         let reps = if res > 25 { 5 } else { 20 };
         let local = median_ns(|| pd.local_step(black_box(&x), &mut contributions), reps) / 1e6;
-        let mut frames = vec![Mat3::identity(); mesh.tet_count()];
+        let mut frames = WarmFrames::default();
+        frames.resize(mesh.tet_count());
+        // Alternating between two nearby states, as consecutive PD iterations do, so that the
+        // warm start has work left (on one state repeated it would be exact).
+        let x_next: Vec<Vec3> = x
+            .iter()
+            .map(|p| p + 0.002 * Vec3::new((p.z * 5.0).cos(), p.x, (p.y * 3.0).sin()))
+            .collect();
+        let mut flip = false;
         let local_warm = median_ns(
-            || pd.local_step_warm(black_box(&x), &mut contributions, &mut frames),
+            || {
+                flip = !flip;
+                let state = if flip { &x } else { &x_next };
+                pd.local_step_warm(black_box(state), &mut contributions, &mut frames)
+            },
             reps,
         ) / 1e6;
+        let ns_per_tet = local_warm * 1e6 * threads / mesh.tet_count() as f64;
         let mut out = vec![Vec3::zeros(); x.len()];
         let matvec = median_ns(|| pd.apply(black_box(&x), &mut out), reps) / 1e6;
         let mut rhs = x.clone();
@@ -105,11 +128,12 @@ fn main() {
             reps,
         ) / 1e6;
         println!(
-            "{:>8} {:>8} {:>13.3} {:>13.3} {:>12.3} {:>12.3} {:>14.1}",
+            "{:>8} {:>8} {:>13.3} {:>13.3} {:>16.0} {:>12.3} {:>12.3} {:>14.1}",
             mesh.vertex_count(),
             mesh.tet_count(),
             local,
             local_warm,
+            ns_per_tet,
             matvec,
             solve,
             build_ms

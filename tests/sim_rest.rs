@@ -304,7 +304,7 @@ fn hash_positions(world: &SoftWorld) -> u64 {
 
 /// The state of a three-body scene after 300 steps. Pinned: any change of the physics, on
 /// purpose or not, changes it.
-const PINNED_HASH: u64 = 0x17e4_af9a_4a50_1c7b;
+const PINNED_HASH: u64 = 0xd02f_a4d2_72c9_15cf;
 
 #[test]
 fn a_three_body_scene_reaches_its_pinned_state() {
@@ -370,7 +370,11 @@ fn a_nearly_incompressible_cube_lands_without_being_thrown() {
 /// about the inertial prediction: their tolerance had been relative to `||b||`, which the
 /// inertia term dominates, and they stopped early). The PD iterations themselves still end far from the
 /// implicit step's solution at this stiffness (relative residual 0.2-0.8 at 10 iterations; see
-/// the README's caveats).
+/// the README's caveats), and that error gives short bursts whose size depends on round-off:
+/// measured at most 0.08 m/s with the scalar local step, 0.12 m/s with the vectorised one
+/// (0.065 and 0.098 m/s at 15 and 20 iterations), each over within four steps. The bounds below
+/// sit between those bursts and the 1.28 m/s jump this test was written for, and the cube must
+/// not wander.
 #[test]
 fn a_stiff_cube_at_a_large_step_stays_at_rest() {
     let material = SoftMaterial::RUBBER
@@ -386,13 +390,19 @@ fn a_stiff_cube_at_a_large_step_stays_at_rest() {
         .unwrap();
     world.add_obstacle(floor()).unwrap();
     let dt = 1.0 / 30.0;
+    let mut rested_at = Vec3::zeros();
     for step in 0..360 {
         assert!(world.step(dt).unwrap().frozen.is_empty());
+        if step == 60 {
+            rested_at = centroid(world.positions(body).unwrap());
+        }
         if step >= 60 {
             let speed = max_speed(world.velocities(body).unwrap());
-            assert!(speed < 0.1, "step {step}: {speed} m/s");
+            assert!(speed < 0.2, "step {step}: {speed} m/s");
         }
     }
+    let drift = (centroid(world.positions(body).unwrap()) - rested_at).norm();
+    assert!(drift < 0.01, "the cube wandered {drift} m");
 }
 
 /// Before: a jelly cube thrown at a 2 cm wall pushed its interior vertices 13-65 cm through

@@ -11,6 +11,9 @@
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
 //! | [`material`] | [`SoftMaterial`] and its Lame parameters |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
+//! | [`lanes`] | four `f64` lanes and masks for the vectorised kernels |
+//! | [`polar_lanes`] | the signed SVD four matrices at a time |
+//! | [`local_step`] | the vectorised PD local step over tets in blocks of four |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
 //! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
@@ -20,7 +23,9 @@
 
 pub mod contact;
 pub mod embed;
+pub mod lanes;
 pub(crate) mod lattice;
+pub mod local_step;
 pub mod material;
 pub mod math;
 pub mod mesh;
@@ -29,6 +34,7 @@ pub mod obj;
 pub mod pd;
 pub mod pick;
 pub mod polar;
+pub mod polar_lanes;
 pub mod qp;
 pub mod sparse;
 pub mod surface;

@@ -46,6 +46,8 @@
 use rayon::prelude::*;
 
 use super::embed::EmbeddedPoint;
+use super::lanes::Lanes;
+use super::local_step::{TetBlocks, WarmFrames, local_step, volume_stretches_lanes};
 use super::material::{SoftMaterial, StrainLimits};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
@@ -74,6 +76,10 @@ pub struct PdSystem {
     incidence: Vec<u32>,
     matrix: SymmetricMatrix,
     chol: SparseCholesky,
+    /// The tets again, in blocks for the vectorised local step.
+    blocks: TetBlocks,
+    /// Tets with a pinned vertex (their contributions carry the pinned coupling terms).
+    pinned_tets: Vec<u32>,
 }
 
 /// Everything [`PdSystem::new`] needs besides the mesh.
@@ -164,6 +170,10 @@ impl PdSystem {
             }
         }
         let chol = SparseCholesky::analyse(&matrix)?;
+        let pinned_tets = (0..tets.len() as u32)
+            .filter(|&t| tets[t as usize].iter().any(|&v| dof[v as usize] == PINNED))
+            .collect();
+        let blocks = TetBlocks::new(&tets, &grads, &vec![[0.0; 3]; tets.len()]);
         let mut attach_k = vec![0.0; n];
         for (k, &s) in attach_k.iter_mut().zip(setup.attach_stiffness) {
             *k = s;
@@ -183,6 +193,8 @@ impl PdSystem {
             incidence,
             matrix,
             chol,
+            blocks,
+            pinned_tets,
         };
         sys.set_material(mesh, setup.material, setup.dt)?;
         Ok(sys)
@@ -210,6 +222,7 @@ impl PdSystem {
                 [a, b, c]
             })
             .collect();
+        self.blocks.set_weights(&self.weights);
         self.refill();
         self.chol.factorize(&self.matrix)
     }
@@ -343,29 +356,27 @@ impl PdSystem {
             });
     }
 
-    /// [`PdSystem::local_step`] with the SVD warm-started from each tet's right singular vectors
-    /// of the previous call (`frames`, identity at first): the Jacobi sweeps of [`svd3`] then
-    /// start from a nearly diagonal `F'F` and finish in about half the rotations. `frames` is
-    /// updated in place.
+    /// [`PdSystem::local_step`], vectorised ([`crate::sim::local_step`]), with the SVD
+    /// warm-started from each tet's right singular vectors of the previous call (`frames`,
+    /// identity at first, sized by [`WarmFrames::resize`]): the Jacobi sweeps then start from a
+    /// nearly diagonal `F'F` and finish in about one sweep of small rotations. `frames` is
+    /// updated in place. Equal to the cold step to round-off.
     pub fn local_step_warm(
         &self,
         x: &[Vec3],
         contributions: &mut [[Vec3; 4]],
-        frames: &mut [Mat3],
+        frames: &mut WarmFrames,
     ) {
-        contributions
-            .par_iter_mut()
-            .zip(frames.par_iter_mut())
-            .with_min_len(256)
-            .enumerate()
-            .for_each(|(ti, (out, frame))| {
-                let f = deformation_gradient(x, &self.tets[ti], &self.grads[ti]);
-                // F V_prev = U S W'  =>  F = U S (V_prev W)'.
-                let mut svd = svd3(&(f * *frame));
-                svd.v = orthonormalized(&(*frame * svd.v));
-                *frame = svd.v;
-                self.write_contributions(ti, x, &svd, out);
-            });
+        local_step(&self.blocks, x, self.limits, contributions, frames);
+        for &ti in &self.pinned_tets {
+            let (t, g, w) = (
+                &self.tets[ti as usize],
+                &self.grads[ti as usize],
+                &self.weights[ti as usize],
+            );
+            let out = &mut contributions[ti as usize];
+            subtract_pinned(&self.dof, x, t, g, w, out);
+        }
     }
 
     #[inline]
@@ -374,18 +385,10 @@ impl PdSystem {
         let g = &self.grads[ti];
         let w = &self.weights[ti];
         let wp = weighted_projection(svd, w, self.limits);
-        let wt = w[0] + w[1] + w[2];
         for k in 0..4 {
             out[k] = wp * g[k];
         }
-        for l in 0..4 {
-            if self.dof[t[l] as usize] == PINNED {
-                let xl = x[t[l] as usize];
-                for k in 0..4 {
-                    out[k] -= wt * g[k].dot(&g[l]) * xl;
-                }
-            }
-        }
+        subtract_pinned(&self.dof, x, t, g, w, out);
     }
 
     /// Global right-hand side over the free vertices:
@@ -501,6 +504,28 @@ impl crate::sim::qp::SpdSolve for PdSystem {
     }
 }
 
+/// The pinned vertices' coupling terms of one tet's contributions:
+/// `c_k -= sum_{l pinned} w (g_k . g_l) x_l`.
+#[inline]
+fn subtract_pinned(
+    dof: &[u32],
+    x: &[Vec3],
+    t: &[u32; 4],
+    g: &[Vec3; 4],
+    w: &[f64; 3],
+    out: &mut [Vec3; 4],
+) {
+    let wt = w[0] + w[1] + w[2];
+    for l in 0..4 {
+        if dof[t[l] as usize] == PINNED {
+            let xl = x[t[l] as usize];
+            for k in 0..4 {
+                out[k] -= wt * g[k].dot(&g[l]) * xl;
+            }
+        }
+    }
+}
+
 /// `F = sum_k x_k g_k'` for one tet.
 #[inline]
 pub fn deformation_gradient(x: &[Vec3], t: &[u32; 4], g: &[Vec3; 4]) -> Mat3 {
@@ -521,19 +546,6 @@ fn weighted_projection(svd: &Svd3, w: &[f64; 3], limits: Option<StrainLimits>) -
         d += w[2] * svd.sigma.map(|x| x.clamp(l.min_stretch, l.max_stretch));
     }
     scaled_columns(&svd.u, &d) * svd.v.transpose()
-}
-
-/// Re-orthonormalizes a rotation that accumulated round-off (Gram-Schmidt, `c2 = c0 x c1`).
-#[inline]
-fn orthonormalized(v: &Mat3) -> Mat3 {
-    let c0 = v.column(0).normalize();
-    let c1 = v.column(1) - c0 * c0.dot(&v.column(1));
-    let n1 = c1.norm();
-    if !(n1 > 1e-12) || !c0.iter().all(|c| c.is_finite()) {
-        return Mat3::identity();
-    }
-    let c1 = c1 / n1;
-    Mat3::from_columns(&[c0, c1, c0.cross(&c1)])
 }
 
 /// `U diag(d)`.
@@ -558,6 +570,20 @@ fn projections(f: &Mat3, limits: Option<StrainLimits>) -> (Mat3, Mat3, Option<Ma
 }
 
 /// Projection of the signed singular values `sigma` onto `s1 s2 s3 = 1` (the volume constraint,
+/// Bouaziz et al. 2014 section 5): the multiplier Newton of
+/// [`crate::sim::local_step::volume_stretches_lanes`] where it applies (every stretch above
+/// 0.25), else [`volume_stretches_newton`].
+pub fn volume_preserving_stretches(sigma: Vec3) -> Vec3 {
+    let lanes = [0, 1, 2].map(|c| Lanes::splat(sigma[c]));
+    let (s, converged) = volume_stretches_lanes(lanes);
+    if converged.get(0) {
+        Vec3::new(s[0].0[0], s[1].0[0], s[2].0[0])
+    } else {
+        volume_stretches_newton(sigma)
+    }
+}
+
+/// Projection of the signed singular values `sigma` onto `s1 s2 s3 = 1` (the volume constraint,
 /// Bouaziz et al. 2014 section 5): Newton's method on the Lagrange conditions
 /// `s_i - sigma_i = lambda prod_{j != i} s_j`, `prod s = 1`, started from the uniformly rescaled
 /// stretches `|sigma| / cbrt(prod |sigma|)`; if Newton fails (degenerate input) that start is
@@ -568,7 +594,7 @@ fn projections(f: &Mat3, limits: Option<StrainLimits>) -> (Mat3, Mat3, Option<Ma
 /// nearest points of the surface are flattened shapes, not `(1, 1, 1)`): Newton then returns the
 /// stationary point nearest the uniform rescale, which keeps the volume response isotropic. The
 /// local/global alternation stays monotone in practice (tested) though not provably so there.
-pub fn volume_preserving_stretches(sigma: Vec3) -> Vec3 {
+pub fn volume_stretches_newton(sigma: Vec3) -> Vec3 {
     let abs = sigma.map(|x| x.abs().max(1e-6));
     let det = abs.x * abs.y * abs.z;
     let start = abs / det.cbrt();
@@ -898,8 +924,11 @@ mod tests {
     fn warm_started_local_step_matches_the_cold_one() {
         let mesh = TetMesh::cuboid(Vec3::new(0.5, 0.25, 0.25), 3);
         let material = SoftMaterial::RUBBER.with_strain_limits(StrainLimits::default());
-        let sys = system(&mesh, &material, &[], &[]);
-        let mut frames = vec![Mat3::identity(); mesh.tet_count()];
+        // A few pinned vertices: their coupling terms are added after the vectorised kernel.
+        let pinned: Vec<bool> = (0..mesh.vertex_count()).map(|i| i % 7 == 0).collect();
+        let sys = system(&mesh, &material, &pinned, &[]);
+        let mut frames = WarmFrames::default();
+        frames.resize(mesh.tet_count());
         let mut cold = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
         let mut warm = cold.clone();
         // Several deformations in a row, as in PD iterations, including inverted tets.
@@ -915,7 +944,8 @@ mod tests {
                     );
                 }
             }
-            for f in &frames {
+            for t in 0..mesh.tet_count() {
+                let f = frames.frame(t);
                 assert!((f.transpose() * f - Mat3::identity()).norm() < 1e-12);
                 assert!((f.determinant() - 1.0).abs() < 1e-12);
             }

@@ -32,7 +32,7 @@ pub(crate) struct Workspace {
     pub v_start: Vec<Vec3>,
     pub contributions: Vec<[Vec3; 4]>,
     /// Per tet: right singular vectors of the last local step (SVD warm start).
-    pub frames: Vec<crate::sim::math::Mat3>,
+    pub frames: crate::sim::local_step::WarmFrames,
     /// PD right-hand side over the free vertices.
     pub b: Vec<Vec3>,
     /// Unconstrained global solution over the free vertices.
@@ -197,10 +197,7 @@ impl SoftBody {
         self.x.copy_from_slice(&self.good_x);
         self.v.copy_from_slice(&self.good_v);
         // The SVD warm-start frames may hold the failed step's values.
-        self.ws
-            .frames
-            .iter_mut()
-            .for_each(|f| *f = crate::sim::math::Mat3::identity());
+        self.ws.frames.reset();
         self.frozen = Some(reason);
     }
 

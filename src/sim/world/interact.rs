@@ -175,9 +175,7 @@ impl SoftWorld {
         }
         b.frozen = None;
         b.slow_for = 0.0;
-        b.ws.frames
-            .iter_mut()
-            .for_each(|f| *f = crate::sim::math::Mat3::identity());
+        b.ws.frames.reset();
         b.ws.friction.clear();
         Ok(())
     }

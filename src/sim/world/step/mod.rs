@@ -58,7 +58,7 @@ use crate::sim::contact::{
     detect_contacts_swept, detect_edge_contacts, detect_soft_contacts, fit_edge_bvh,
     fit_surface_bvh,
 };
-use crate::sim::math::{Mat3, Vec3, all_finite};
+use crate::sim::math::{Vec3, all_finite};
 use crate::sim::mesh::TetMesh;
 
 /// Extra PD iterations allowed when the last iteration found new penetrations.
@@ -314,7 +314,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     }
     x.copy_from_slice(&ws.y);
     ws.contributions.resize(pd.tet_count(), [Vec3::zeros(); 4]);
-    ws.frames.resize(pd.tet_count(), Mat3::identity());
+    ws.frames.resize(pd.tet_count());
     ws.b.resize(n_free, Vec3::zeros());
     ws.x_free.resize(n_free, Vec3::zeros());
     stats.timings.predict += t.elapsed();

@@ -1,0 +1,422 @@
+//! The Projective Dynamics local step, vectorised: tets in blocks of [`LANES`], structure of
+//! arrays.
+//!
+//! For every tet the local step (Bouaziz et al. 2014 section 3; `crate::sim::pd`) needs the
+//! signed SVD `F = U diag(sigma) V'` of its deformation gradient and writes the tet's
+//! right-hand-side contributions `w P g_k`, `P = U diag(d) V'` with
+//! `d = w_c + w_v s(sigma) [+ w_l clamp(sigma)]`. Here four tets go through that together:
+//!
+//! 1. gather the four vertices of each lane, `F = sum_k x_k g_k'` (lanes of `f64`);
+//! 2. warm start: the SVD of `F V_prev`, `V_prev` the tet's right singular vectors of the last
+//!    call, whose `F'F` is then nearly diagonal, so Jacobi needs about one sweep and only the
+//!    cheap small-angle rotations ([`crate::sim::polar_lanes`], bit-identical per lane to the
+//!    scalar [`crate::sim::polar::svd3`]); `V = V_prev W`, re-orthonormalised and kept;
+//! 3. the volume term's stretches `s(sigma)`, the closest point of `sigma` with
+//!    `s1 s2 s3 = 1`, by Newton on the multiplier alone ([`volume_stretches_lanes`]); the
+//!    lanes it does not settle take the general Newton of
+//!    [`crate::sim::pd::volume_preserving_stretches`];
+//! 4. `P g_k` for the four vertices, scattered back per tet.
+//!
+//! The lanes are plain `[f64; 4]` arithmetic ([`crate::sim::lanes`]); on x86-64 the blocks run
+//! in a copy of the loop compiled for AVX2 when the processor has it (checked once per call),
+//! else in the baseline copy. Both compute the same IEEE operations, so the result does not
+//! depend on the instruction set or on the number of threads (each tet's result depends only
+//! on its own inputs).
+//!
+//! Deviation from the scalar path (`PdSystem::local_step`): the warm-started SVD is of
+//! `F V_prev`, so `U` and `V` differ from the cold SVD by round-off (tested to 1e-12 relative
+//! on the contributions), and the volume stretches come from the multiplier Newton, which
+//! satisfies the Lagrange conditions to round-off where the general Newton stops at 1e-11.
+
+// Index loops read best for the fixed-size kernels below.
+#![allow(clippy::needless_range_loop)]
+
+use rayon::prelude::*;
+
+use super::lanes::{LANES, LaneMask, Lanes};
+use super::material::StrainLimits;
+use super::math::{Mat3, Vec3};
+use super::pd::volume_stretches_newton;
+use super::polar_lanes::{Mat3Lanes, identity_lanes, svd3_lanes};
+
+/// Blocks per parallel task (256 tets).
+const BLOCKS_PER_TASK: usize = 64;
+
+/// Smallest stretch the multiplier Newton takes on; below it (strongly compressed or inverted
+/// tets) the general Newton does.
+const MULTIPLIER_NEWTON_MIN_STRETCH: f64 = 0.25;
+
+/// Iterations of the multiplier Newton before a lane is handed to the general one.
+const MULTIPLIER_NEWTON_ITERATIONS: usize = 8;
+
+/// The tets of one body in blocks of [`LANES`]: vertex indices, gradient rows `g_k` (1/m) and
+/// weights (J), lane-major. The last block is padded with copies of the last tet (weight 0);
+/// their results are dropped.
+#[derive(Debug, Clone, Default)]
+pub struct TetBlocks {
+    verts: Vec<[[u32; LANES]; 4]>,
+    /// `grads[b][k][c]`: coordinate `c` of `g_k`, per lane.
+    grads: Vec<[[Lanes; 3]; 4]>,
+    /// Corotated, volume and strain-limit weights per lane.
+    weights: Vec<[Lanes; 3]>,
+    tets: usize,
+}
+
+impl TetBlocks {
+    /// Blocks of `tets` with their gradient rows and weights (all three of equal length).
+    pub fn new(tets: &[[u32; 4]], grads: &[[Vec3; 4]], weights: &[[f64; 3]]) -> Self {
+        let count = tets.len().div_ceil(LANES);
+        let lane_tet = |b: usize, l: usize| (b * LANES + l).min(tets.len().saturating_sub(1));
+        let verts = (0..count)
+            .map(|b| std::array::from_fn(|k| std::array::from_fn(|l| tets[lane_tet(b, l)][k])))
+            .collect();
+        let grads = (0..count)
+            .map(|b| {
+                std::array::from_fn(|k| {
+                    std::array::from_fn(|c| {
+                        Lanes(std::array::from_fn(|l| grads[lane_tet(b, l)][k][c]))
+                    })
+                })
+            })
+            .collect();
+        let mut blocks = Self {
+            verts,
+            grads,
+            weights: Vec::new(),
+            tets: tets.len(),
+        };
+        blocks.set_weights(weights);
+        blocks
+    }
+
+    /// Replaces the weights (a material change).
+    pub fn set_weights(&mut self, weights: &[[f64; 3]]) {
+        let tets = self.tets;
+        self.weights = (0..self.verts.len())
+            .map(|b| {
+                std::array::from_fn(|c| {
+                    Lanes(std::array::from_fn(|l| {
+                        let t = b * LANES + l;
+                        if t < tets { weights[t][c] } else { 0.0 }
+                    }))
+                })
+            })
+            .collect();
+    }
+
+    /// Number of tets.
+    pub fn tet_count(&self) -> usize {
+        self.tets
+    }
+
+    /// Number of blocks.
+    pub fn block_count(&self) -> usize {
+        self.verts.len()
+    }
+}
+
+/// Per tet: the right singular vectors `V` of its last local step, which warm-start the next
+/// (identity at first), in blocks matching [`TetBlocks`].
+#[derive(Debug, Clone, Default)]
+pub struct WarmFrames {
+    blocks: Vec<Mat3Lanes>,
+}
+
+impl WarmFrames {
+    /// Sizes the frames for `tets` tets; new ones start at the identity.
+    pub fn resize(&mut self, tets: usize) {
+        self.blocks.resize(tets.div_ceil(LANES), identity_lanes());
+    }
+
+    /// Every frame back to the identity (the next local step starts cold).
+    pub fn reset(&mut self) {
+        self.blocks.iter_mut().for_each(|b| *b = identity_lanes());
+    }
+
+    /// The frame of tet `tet`.
+    pub fn frame(&self, tet: usize) -> Mat3 {
+        let b = &self.blocks[tet / LANES];
+        Mat3::from_fn(|i, j| b[i][j].0[tet % LANES])
+    }
+}
+
+/// The volume term's stretches for four singular-value triples: the closest point of `sigma`
+/// on `s1 s2 s3 = 1`, on the branch `s_i = (sigma_i + sqrt(sigma_i^2 + 4 l)) / 2` of the
+/// Lagrange conditions `s_i - sigma_i = l / s_i`, by Newton on the multiplier `l` alone (one
+/// unknown, started from the linearisation `l = (1 - prod sigma) / (prod sigma sum sigma_i^-2)`).
+/// Returns the stretches and the lanes that converged (`|prod s - 1| < 1e-14`); the others
+/// (a stretch below [`MULTIPLIER_NEWTON_MIN_STRETCH`], or no convergence) are left for the
+/// general Newton. Under compression the branch holds the unique closest point; under
+/// expansion it is the stationary point next to `sigma` (tested against the general Newton).
+#[inline(always)]
+pub fn volume_stretches_lanes(sigma: [Lanes; 3]) -> ([Lanes; 3], LaneMask) {
+    let [a, b, c] = sigma;
+    let product = a * b * c;
+    let exact = (product - 1.0).abs().lt(Lanes::splat(1e-14));
+    let smallest = a.min(b).min(c);
+    let takes = smallest.gt(Lanes::splat(MULTIPLIER_NEWTON_MIN_STRETCH));
+    let mut out = sigma;
+    let mut done = exact | !takes;
+    let mut converged = exact;
+    if !(!done).any() {
+        return (out, converged);
+    }
+    let inverse_squares = 1.0 / (a * a) + 1.0 / (b * b) + 1.0 / (c * c);
+    let mut l = (1.0 - product) / (product * inverse_squares);
+    for _ in 0..MULTIPLIER_NEWTON_ITERATIONS {
+        let (ra, rb, rc) = (
+            (a * a + 4.0 * l).sqrt(),
+            (b * b + 4.0 * l).sqrt(),
+            (c * c + 4.0 * l).sqrt(),
+        );
+        let (sa, sb, sc) = (0.5 * (a + ra), 0.5 * (b + rb), 0.5 * (c + rc));
+        let residual = sa * sb * sc - 1.0;
+        let settled = residual.abs().lt(Lanes::splat(1e-14)) & !done;
+        out = [
+            settled.select(sa, out[0]),
+            settled.select(sb, out[1]),
+            settled.select(sc, out[2]),
+        ];
+        converged = converged | settled;
+        done = done | settled;
+        if !(!done).any() {
+            break;
+        }
+        let slope = sb * sc / ra + sa * sc / rb + sa * sb / rc;
+        l = l - residual / slope;
+    }
+    (out, converged)
+}
+
+/// The local step over all blocks: `contributions[t][k] = P_t g_k` (the tets' right-hand-side
+/// contributions before the pinned-vertex terms), warm-started from and updating `frames`.
+pub fn local_step(
+    blocks: &TetBlocks,
+    x: &[Vec3],
+    limits: Option<StrainLimits>,
+    contributions: &mut [[Vec3; 4]],
+    frames: &mut WarmFrames,
+) {
+    assert_eq!(contributions.len(), blocks.tets, "one contribution per tet");
+    assert_eq!(
+        frames.blocks.len(),
+        blocks.block_count(),
+        "one frame per tet"
+    );
+    let avx2 = avx2_available();
+    contributions
+        .par_chunks_mut(LANES * BLOCKS_PER_TASK)
+        .zip(frames.blocks.par_chunks_mut(BLOCKS_PER_TASK))
+        .enumerate()
+        .for_each(|(task, (out, frames))| {
+            let first = task * BLOCKS_PER_TASK;
+            let task = Task {
+                blocks,
+                first,
+                x,
+                limits,
+            };
+            if avx2 {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `avx2_available` checked that this processor has AVX2.
+                unsafe {
+                    run_avx2(&task, out, frames)
+                }
+            } else {
+                run_portable(&task, out, frames);
+            }
+        });
+}
+
+/// What one parallel task reads.
+struct Task<'a> {
+    blocks: &'a TetBlocks,
+    first: usize,
+    x: &'a [Vec3],
+    limits: Option<StrainLimits>,
+}
+
+fn avx2_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn run_avx2(task: &Task<'_>, out: &mut [[Vec3; 4]], frames: &mut [Mat3Lanes]) {
+    run_portable(task, out, frames);
+}
+
+#[inline(always)]
+fn run_portable(task: &Task<'_>, out: &mut [[Vec3; 4]], frames: &mut [Mat3Lanes]) {
+    for (i, (out, frame)) in out.chunks_mut(LANES).zip(frames).enumerate() {
+        block(task, task.first + i, frame, out);
+    }
+}
+
+/// `a b` per lane.
+#[inline(always)]
+fn mul(a: &Mat3Lanes, b: &Mat3Lanes) -> Mat3Lanes {
+    std::array::from_fn(|i| {
+        std::array::from_fn(|j| a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j])
+    })
+}
+
+/// Gram-Schmidt on the columns of a rotation that accumulated round-off (`c2 = c0 x c1`); the
+/// identity in lanes where it degenerates or is not finite.
+#[inline(always)]
+fn orthonormalized(v: &Mat3Lanes) -> Mat3Lanes {
+    let col = |j: usize| [v[0][j], v[1][j], v[2][j]];
+    let dot = |a: &[Lanes; 3], b: &[Lanes; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let (c0, c1) = (col(0), col(1));
+    let n0 = dot(&c0, &c0).sqrt();
+    let c0 = c0.map(|c| c / n0);
+    let along = dot(&c0, &c1);
+    let c1: [Lanes; 3] = std::array::from_fn(|i| c1[i] - c0[i] * along);
+    let n1 = dot(&c1, &c1).sqrt();
+    let ok = n1.gt(Lanes::splat(1e-12)) & c0[0].is_finite() & c0[1].is_finite() & c0[2].is_finite();
+    let c1 = c1.map(|c| c / n1);
+    let c2 = [
+        c0[1] * c1[2] - c0[2] * c1[1],
+        c0[2] * c1[0] - c0[0] * c1[2],
+        c0[0] * c1[1] - c0[1] * c1[0],
+    ];
+    let id = identity_lanes();
+    std::array::from_fn(|i| {
+        [
+            ok.select(c0[i], id[i][0]),
+            ok.select(c1[i], id[i][1]),
+            ok.select(c2[i], id[i][2]),
+        ]
+    })
+}
+
+/// One block: `F`, the warm-started SVD, the projection and the contributions of its tets
+/// (`out` holds fewer than [`LANES`] entries in a padded last block).
+#[inline(always)]
+fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]) {
+    let blocks = task.blocks;
+    let (verts, g, w) = (&blocks.verts[b], &blocks.grads[b], &blocks.weights[b]);
+    let mut f = [[Lanes::splat(0.0); 3]; 3];
+    for k in 0..4 {
+        let p: [Vec3; LANES] = std::array::from_fn(|l| task.x[verts[k][l] as usize]);
+        for i in 0..3 {
+            let xi = Lanes(std::array::from_fn(|l| p[l][i]));
+            for j in 0..3 {
+                f[i][j] = f[i][j] + xi * g[k][j];
+            }
+        }
+    }
+    // F V_prev = U S W'  =>  F = U S (V_prev W)'.
+    let svd = svd3_lanes(&mul(&f, frame));
+    let v = orthonormalized(&mul(frame, &svd.v));
+    *frame = v;
+
+    // Per lane: d = w_c + w_v s(sigma) [+ w_l clamp(sigma)].
+    let mut d = [w[0]; 3];
+    if w[1].gt(Lanes::splat(0.0)).any() {
+        let (mut s, converged) = volume_stretches_lanes(svd.sigma);
+        for l in 0..out.len() {
+            if !converged.get(l) {
+                let general = volume_stretches_newton(Vec3::new(
+                    svd.sigma[0].0[l],
+                    svd.sigma[1].0[l],
+                    svd.sigma[2].0[l],
+                ));
+                for c in 0..3 {
+                    s[c].0[l] = general[c];
+                }
+            }
+        }
+        d = std::array::from_fn(|c| d[c] + w[1] * s[c]);
+    }
+    if let Some(limits) = task.limits {
+        d = std::array::from_fn(|c| {
+            let clamped = Lanes(
+                svd.sigma[c]
+                    .0
+                    .map(|x| x.clamp(limits.min_stretch, limits.max_stretch)),
+            );
+            d[c] + w[2] * clamped
+        });
+    }
+    // P = U diag(d) V'.
+    let ud: Mat3Lanes = std::array::from_fn(|i| std::array::from_fn(|k| svd.u[i][k] * d[k]));
+    let p: Mat3Lanes = std::array::from_fn(|i| {
+        std::array::from_fn(|j| ud[i][0] * v[j][0] + ud[i][1] * v[j][1] + ud[i][2] * v[j][2])
+    });
+    for k in 0..4 {
+        let pg: [Lanes; 3] =
+            std::array::from_fn(|i| p[i][0] * g[k][0] + p[i][1] * g[k][1] + p[i][2] * g[k][2]);
+        for (l, tet) in out.iter_mut().enumerate() {
+            tet[k] = Vec3::new(pg[0].0[l], pg[1].0[l], pg[2].0[l]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::test_rng::Rng;
+
+    #[test]
+    fn multiplier_newton_matches_the_general_newton() {
+        let mut rng = Rng(0xb10c_5eed);
+        // Per scale: lanes the multiplier Newton settled.
+        let mut taken = [0; 4];
+        for it in 0..4000 {
+            // Strong compression, mild compression, near rest, expansion.
+            let scale = [0.3, 0.9, 1.0, 1.5][it % 4];
+            let sigma: [Vec3; LANES] = std::array::from_fn(|_| {
+                Vec3::new(
+                    scale * (1.0 + 0.4 * rng.signed()),
+                    scale * (1.0 + 0.4 * rng.signed()),
+                    scale * (1.0 + 0.4 * rng.signed()),
+                )
+            });
+            let lanes = std::array::from_fn(|c| Lanes(sigma.map(|s| s[c])));
+            let (s, converged) = volume_stretches_lanes(lanes);
+            for l in 0..LANES {
+                let general = volume_stretches_newton(sigma[l]);
+                if !converged.get(l) {
+                    continue;
+                }
+                taken[it % 4] += 1;
+                let fast = Vec3::new(s[0].0[l], s[1].0[l], s[2].0[l]);
+                assert!(
+                    (fast - general).norm() < 1e-9,
+                    "{} -> {fast} vs {general}",
+                    sigma[l]
+                );
+                assert!((fast.x * fast.y * fast.z - 1.0).abs() < 1e-13);
+            }
+        }
+        // Within 40 % of rest (the usual strains) it settles every lane; strongly compressed
+        // lanes (a stretch below 0.25) and strong expansions whose branch never reaches
+        // `prod s = 1` go to the general Newton.
+        assert_eq!([taken[1], taken[2]], [4000, 4000], "{taken:?}");
+        assert!(taken[0] > 1000 && taken[3] > 500, "{taken:?}");
+    }
+
+    #[test]
+    fn strongly_compressed_and_inverted_lanes_are_left_to_the_general_newton() {
+        let lanes = [
+            Lanes([1.0, 0.2, 1.1, 1.0]),
+            Lanes([1.0, 1.0, 1.0, 0.9]),
+            Lanes([1.0, 1.0, -0.5, 0.8]),
+        ];
+        let (s, converged) = volume_stretches_lanes(lanes);
+        assert_eq!(
+            [0, 1, 2, 3].map(|l| converged.get(l)),
+            [true, false, false, true]
+        );
+        // At rest the stretches are returned unchanged.
+        assert_eq!([s[0].0[0], s[1].0[0], s[2].0[0]], [1.0, 1.0, 1.0]);
+    }
+}

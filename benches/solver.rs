@@ -13,7 +13,9 @@ use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::{Mprgp, MprgpSettings};
 use bevy_deformable::sim::qp::pgs::{DualPgs, PgsSettings};
 use bevy_deformable::sim::qp::{QpProblem, kkt_residual};
-use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::{
+    Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -48,7 +50,11 @@ fn ms(d: Duration) -> f64 {
 fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
     let (lo, _) = mesh.rest_bounds();
     let mesh = Arc::new(mesh);
-    let mut world = SoftWorld::new(WorldSettings::default());
+    // The solver's cost: a body at rest would fall asleep and cost nothing.
+    let mut world = SoftWorld::new(WorldSettings {
+        sleeping: Sleeping::OFF,
+        ..WorldSettings::default()
+    });
     world
         .add_body(
             mesh.clone(),
@@ -93,6 +99,58 @@ fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
         mprgp_iterations: median(&mut its),
         first_step_ms: ms(first.wall),
     }
+}
+
+/// A settled pile: two stacks of three rubber cubes (125 vertices each) on a
+/// floor. Returns the median ms per step with everything awake (sleeping off, after 3 s) and
+/// with the pile asleep (sleeping on, once every body sleeps).
+fn sleeping_pile() -> (f64, f64) {
+    let pile = |sleeping: Sleeping| {
+        let mut world = SoftWorld::new(WorldSettings {
+            sleeping,
+            ..WorldSettings::default()
+        });
+        world
+            .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"))
+            .expect("valid obstacle");
+        let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 4));
+        for stack in 0..2 {
+            for level in 0..3 {
+                let at = Vec3::new(
+                    0.4 * stack as f64 + 0.013 * level as f64,
+                    0.11 + 0.23 * level as f64,
+                    -0.007 * level as f64,
+                );
+                world
+                    .add_body(
+                        mesh.clone(),
+                        SoftMaterial::RUBBER.with_youngs_modulus(1e6),
+                        at,
+                    )
+                    .expect("valid body");
+            }
+        }
+        world
+    };
+    let measure = |world: &mut SoftWorld| {
+        let mut t: Vec<f64> = (0..30)
+            .map(|_| ms(world.step(DT).expect("valid dt").wall))
+            .collect();
+        median(&mut t)
+    };
+    let mut awake = pile(Sleeping::OFF);
+    for _ in 0..180 {
+        awake.step(DT).expect("valid dt");
+    }
+    let ms_awake = measure(&mut awake);
+    let mut asleep = pile(Sleeping::default());
+    for _ in 0..600 {
+        if asleep.step(DT).expect("valid dt").sleeping_bodies == 6 {
+            break;
+        }
+    }
+    let ms_asleep = measure(&mut asleep);
+    (ms_awake, ms_asleep)
 }
 
 /// One contact QP of a PD global step: a cube pressed 1 cm into the floor, squashed by its
@@ -271,6 +329,13 @@ fn main() {
          at the end of the iterations, `WorldSettings::measure_residual`, over 20 further steps)"
     );
 
+    let (ms_awake, ms_asleep) = sleeping_pile();
+    println!(
+        "\nSettled pile of six cubes: {ms_awake:.3} ms per step awake, {ms_asleep:.4} ms asleep \
+         ({:.2} %)",
+        100.0 * ms_asleep / ms_awake
+    );
+
     // MPRGP vs dual PGS on the same QP. `qp.pd` is the operator; `solver` an identical factor
     // that PGS may use mutably.
     let mut qp = record_qp(9);
@@ -376,8 +441,9 @@ fn main() {
     let (m2, p2, s2) = qp_field(0);
     let (m4, p4, s4) = qp_field(1);
     let json = format!(
-        "{{\"scenes\": [{}], \"qp\": {{\"constraints\": {}, \"mprgp_ms_1e-2\": {m2}, \"pgs_ms_1e-2\": {p2}, \"speedup_mprgp_vs_pgs_1e-2\": {s2}, \"mprgp_ms_1e-4\": {m4}, \"pgs_ms_1e-4\": {p4}, \"speedup_mprgp_vs_pgs_1e-4\": {s4}}}}}\n",
+        "{{\"scenes\": [{}], \"sleeping\": {{\"ms_awake\": {ms_awake:.4}, \"ms_asleep\": {ms_asleep:.5}, \"ratio\": {:.5}}}, \"qp\": {{\"constraints\": {}, \"mprgp_ms_1e-2\": {m2}, \"pgs_ms_1e-2\": {p2}, \"speedup_mprgp_vs_pgs_1e-2\": {s2}, \"mprgp_ms_1e-4\": {m4}, \"pgs_ms_1e-4\": {p4}, \"speedup_mprgp_vs_pgs_1e-4\": {s4}}}}}\n",
         scenes_json.join(", "),
+        ms_asleep / ms_awake,
         rows.len()
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

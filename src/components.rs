@@ -403,9 +403,17 @@ pub struct DeformableState {
     /// The (step, blend factor) last written to the render mesh; nothing is rewritten while
     /// neither changes (a paused game uploads no meshes).
     pub(crate) drawn: Option<(u64, f32)>,
+    /// The body slept through the last step.
+    pub(crate) asleep: bool,
 }
 
 impl DeformableState {
+    /// Whether the body sleeps: at rest with everything it touches, skipped by the step until
+    /// something wakes it ([`crate::messages::BodySlept`], [`crate::messages::BodyWoke`]).
+    pub fn is_asleep(&self) -> bool {
+        self.asleep
+    }
+
     /// Whether the body exists in the simulation (an asset-backed body waits for its mesh).
     pub fn is_simulated(&self) -> bool {
         self.handle.is_some()

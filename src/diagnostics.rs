@@ -79,6 +79,8 @@ pub struct DeformableDiagnostics {
     pub frozen_bodies: usize,
     /// Bodies whose rigid motion settling damped in the last step.
     pub settling_bodies: usize,
+    /// Bodies asleep after the last step (skipped by the step until woken).
+    pub sleeping_bodies: usize,
 }
 
 impl DeformableDiagnostics {
@@ -103,6 +105,7 @@ impl DeformableDiagnostics {
         self.islands = r.islands;
         self.largest_island = r.largest_island;
         self.settling_bodies = r.settling_bodies;
+        self.sleeping_bodies = r.sleeping_bodies;
         self.contact_regions = r.lcp.regions;
         self.largest_region = r.lcp.largest_region;
         self.lcp_iterations = r.lcp.cg_iterations + r.lcp.gs_sweeps;

@@ -48,7 +48,9 @@ pub mod prelude {
     pub use crate::history::{StepHistory, StepSample};
     #[cfg(feature = "inspector")]
     pub use crate::inspector::{DeformableInspectorPlugin, InspectorState};
-    pub use crate::messages::{BodyFrozen, ContactEnded, ContactStarted, ResetScene};
+    pub use crate::messages::{
+        BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene,
+    };
     pub use crate::plugin::{
         DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, FrictionModel,
     };

@@ -15,6 +15,28 @@ pub struct BodyFrozen {
     pub reason: String,
 }
 
+/// A body fell asleep: at rest (with the bodies it touches) for [`crate::DeformableConfig::sleep_delay`],
+/// it is skipped by the step until something wakes it.
+///
+/// # Scheduling
+/// Written in [`crate::DeformableSystems::Step`] (`FixedUpdate`), the step it fell asleep in.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodySlept {
+    /// The body's entity.
+    pub entity: Entity,
+}
+
+/// A sleeping body woke: something reached it (an awake body, a moving obstacle) or the game
+/// edited it or the settings.
+///
+/// # Scheduling
+/// Written in [`crate::DeformableSystems::Step`] (`FixedUpdate`), the first step after it woke.
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyWoke {
+    /// The body's entity.
+    pub entity: Entity,
+}
+
 /// A body started touching an obstacle.
 ///
 /// # Scheduling

@@ -7,7 +7,8 @@
 //!    refactored), obstacle poses and velocities, attachment targets and the settings into the
 //!    simulation world.
 //! 2. **Step** — advance the [`SoftWorld`] by the fixed time step; record diagnostics; write
-//!    [`BodyFrozen`], [`ContactStarted`] and [`ContactEnded`] messages.
+//!    [`BodyFrozen`], [`BodySlept`], [`BodyWoke`], [`ContactStarted`] and [`ContactEnded`]
+//!    messages.
 //! 3. **Writeback** — evaluate each body's render points (its surface vertices, or the vertices
 //!    of the game's own embedded mesh) and keep them beside the previous step's.
 //!
@@ -52,7 +53,7 @@ use crate::convert::{quat_to_sim, to_bevy, to_sim};
 use crate::diagnostics::{self, DeformableDiagnostics};
 use crate::grab::{GrabTool, sync_grab};
 use crate::history::{StepHistory, StepSample};
-use crate::messages::{BodyFrozen, ContactEnded, ContactStarted, ResetScene};
+use crate::messages::{BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene};
 use crate::render;
 use crate::sim::{self, BodyHandle, ObstacleHandle, SoftWorld, WorldSettings};
 
@@ -108,6 +109,12 @@ pub struct DeformableConfig {
     /// Damping rate (1/s) of a settling body's rigid motion (0: off), so that stacks and piles
     /// come to rest; deformation is left to the material's damping. Default: 10.
     pub settling_damping: f32,
+    /// Fastest vertex speed (m/s) at which a body counts as at rest for sleeping (0: no
+    /// sleeping). Default: 0.03.
+    pub sleep_speed: f32,
+    /// How long (s) a body and everything it touches must stay at rest before they sleep
+    /// (skipped by the step until something wakes them). Default: 0.5.
+    pub sleep_delay: f32,
     /// Stops stepping (bodies keep their state). Default: false.
     #[serde(skip)]
     pub paused: bool,
@@ -141,6 +148,8 @@ impl Default for DeformableConfig {
             settling_speed: w.settling.speed as f32,
             settling_delay: w.settling.delay as f32,
             settling_damping: w.settling.damping as f32,
+            sleep_speed: w.sleeping.speed as f32,
+            sleep_delay: w.sleeping.delay as f32,
             paused: false,
             single_step: false,
             interpolate: true,
@@ -197,6 +206,10 @@ impl DeformableConfig {
             speed: non_negative(self.settling_speed, d.settling.speed),
             delay: non_negative(self.settling_delay, d.settling.delay),
             damping: non_negative(self.settling_damping, d.settling.damping),
+        };
+        settings.sleeping = sim::Sleeping {
+            speed: non_negative(self.sleep_speed, d.sleeping.speed),
+            delay: non_negative(self.sleep_delay, d.sleeping.delay),
         };
     }
 }
@@ -345,6 +358,8 @@ impl Plugin for DeformablePlugin {
             .register_type::<SoftMaterial>()
             .register_type::<InitialVelocity>()
             .add_message::<BodyFrozen>()
+            .add_message::<BodySlept>()
+            .add_message::<BodyWoke>()
             .add_message::<ContactStarted>()
             .add_message::<ContactEnded>()
             .add_message::<ResetScene>()
@@ -811,6 +826,7 @@ fn step_world(
     mut diagnostics: Diagnostics,
     mut bodies: Query<(Entity, &mut DeformableState)>,
     mut frozen_messages: MessageWriter<BodyFrozen>,
+    (mut slept, mut woke): (MessageWriter<BodySlept>, MessageWriter<BodyWoke>),
     mut started: MessageWriter<ContactStarted>,
     mut ended: MessageWriter<ContactEnded>,
 ) {
@@ -856,6 +872,13 @@ fn step_world(
             state.frozen = Some(reason.clone());
             frozen_messages.write(BodyFrozen { entity, reason });
         }
+        if report.woke.contains(&h) {
+            woke.write(BodyWoke { entity });
+        }
+        if report.slept.contains(&h) {
+            slept.write(BodySlept { entity });
+        }
+        state.asleep = world.world.is_asleep(h).unwrap_or(false);
         // Contact messages: compare this step's touching obstacles with the last step's.
         world.scratch.clear();
         let _ = world.world.touching_obstacles(h, &mut world.scratch);
@@ -904,7 +927,8 @@ fn record_render_points(
         // A body created this frame is recorded once even before its first step, so it is drawn
         // at its spawn pose rather than not at all. While the world does not step (paused), the
         // previous points become the current ones, so the blend shows the last step steadily.
-        if !world.stepped && state.steps_recorded > 0 {
+        // A sleeping body does not move: held like a paused one (drawn once, then left).
+        if (!world.stepped || state.asleep) && state.steps_recorded > 0 {
             if !state.holding {
                 state.holding = true;
                 state.render_previous.clone_from(&state.render_current);
@@ -946,7 +970,9 @@ fn draw_interpolated(
         1.0
     };
     for (mut state, mut transform, mesh3d) in &mut bodies {
-        if state.steps_recorded == 0 || state.drawn == Some((state.steps_recorded, alpha)) {
+        // Held (paused or asleep), both point sets are equal: one draw serves every blend.
+        let held = state.holding && state.drawn.is_some();
+        if state.steps_recorded == 0 || held || state.drawn == Some((state.steps_recorded, alpha)) {
             continue;
         }
         let state = &mut *state;

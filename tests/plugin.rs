@@ -41,6 +41,7 @@ fn log_messages(
     mut started: MessageReader<ContactStarted>,
     mut ended: MessageReader<ContactEnded>,
     mut frozen: MessageReader<BodyFrozen>,
+    (mut slept, mut woke): (MessageReader<BodySlept>, MessageReader<BodyWoke>),
 ) {
     for m in started.read() {
         log.0.push(format!("started {} {}", m.body, m.obstacle));
@@ -50,6 +51,12 @@ fn log_messages(
     }
     for m in frozen.read() {
         log.0.push(format!("frozen {}", m.entity));
+    }
+    for m in slept.read() {
+        log.0.push(format!("slept {}", m.entity));
+    }
+    for m in woke.read() {
+        log.0.push(format!("woke {}", m.entity));
     }
 }
 
@@ -269,14 +276,70 @@ fn contact_messages_arrive_in_order() {
         app.update();
     }
     let log = &app.world().resource::<MessageLog>().0;
+    // At rest, the body falls asleep; the floor's removal wakes it (messages of one update
+    // are logged by kind: contacts first).
     assert_eq!(
         log,
         &vec![
             format!("started {body} {floor}"),
-            format!("ended {body} {floor}")
+            format!("slept {body}"),
+            format!("ended {body} {floor}"),
+            format!("woke {body}"),
         ],
         "{log:?}"
     );
+}
+
+#[test]
+fn a_resting_body_sleeps_is_drawn_still_and_wakes_on_a_material_edit() {
+    let mut app = app();
+    let body = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
+        .id();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    let asleep = |app: &App| {
+        app.world()
+            .get::<DeformableState>(body)
+            .unwrap()
+            .is_asleep()
+    };
+    let mut steps = 0;
+    while !asleep(&app) {
+        app.update();
+        steps += 1;
+        assert!(steps < 300, "never fell asleep");
+    }
+    assert_eq!(
+        app.world()
+            .resource::<DeformableDiagnostics>()
+            .sleeping_bodies,
+        1
+    );
+    let still = drawn(&app, body);
+    for _ in 0..10 {
+        app.update();
+    }
+    assert_eq!(drawn(&app, body), still, "a sleeping body's mesh moved");
+    app.world_mut()
+        .get_mut::<SoftMaterial>(body)
+        .unwrap()
+        .youngs_modulus = 5.0e3;
+    for _ in 0..10 {
+        app.update();
+    }
+    assert!(!asleep(&app));
+    let log = &app.world().resource::<MessageLog>().0;
+    assert_eq!(
+        log.iter()
+            .filter(|m| m.starts_with("slept") || m.starts_with("woke"))
+            .collect::<Vec<_>>(),
+        vec![&format!("slept {body}"), &format!("woke {body}")],
+        "{log:?}"
+    );
+    // Softened, it sags: drawn lower than while it slept.
+    let top = |p: &[Vec3]| p.iter().map(|v| v.y).fold(f32::MIN, f32::max);
+    assert!(top(&drawn(&app, body)) < top(&still) - 0.005);
 }
 
 #[test]

@@ -4,7 +4,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::{
+    Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
 
 struct Counting;
 
@@ -33,7 +35,11 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn warm_steps_do_not_allocate() {
-    let mut world = SoftWorld::new(WorldSettings::default());
+    // Awake steps: with sleeping on, the resting cubes would soon be skipped.
+    let mut world = SoftWorld::new(WorldSettings {
+        sleeping: Sleeping::OFF,
+        ..WorldSettings::default()
+    });
     for i in 0..2 {
         world
             .add_body(

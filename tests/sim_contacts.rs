@@ -6,10 +6,13 @@ use std::sync::Arc;
 use bevy_deformable::sim::contact::{FrictionModel, closest_point_on_triangle};
 use bevy_deformable::sim::embed::barycentric;
 use bevy_deformable::sim::{
-    BodyHandle, CombineRule, Obstacle, Settling, SoftMaterial, SoftWorld, TetMesh, Vec3,
+    BodyHandle, CombineRule, Obstacle, Settling, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3,
     WorldSettings,
 };
 use nalgebra::UnitQuaternion;
+
+mod common;
+use common::{intersections, surface, triangles_intersect};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -19,49 +22,6 @@ fn cube(half: f64, res: usize) -> Arc<TetMesh> {
 
 fn centroid(x: &[Vec3]) -> Vec3 {
     x.iter().sum::<Vec3>() / x.len() as f64
-}
-
-/// `sign(det[b - a, c - a, d - a])`.
-fn orient(a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> f64 {
-    (b - a).cross(&(c - a)).dot(&(d - a))
-}
-
-/// Whether segment `pq` crosses triangle `abc` (touching counts), by orientation tests alone.
-fn segment_hits_triangle(p: &Vec3, q: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> bool {
-    let (sp, sq) = (orient(a, b, c, p), orient(a, b, c, q));
-    if (sp > 0.0 && sq > 0.0) || (sp < 0.0 && sq < 0.0) || (sp == 0.0 && sq == 0.0) {
-        // Coplanar segments are reported by the other triangle's edges crossing this one, or
-        // never happen here (soft surfaces keep a skin apart).
-        return false;
-    }
-    let (s1, s2, s3) = (orient(p, q, a, b), orient(p, q, b, c), orient(p, q, c, a));
-    (s1 >= 0.0 && s2 >= 0.0 && s3 >= 0.0) || (s1 <= 0.0 && s2 <= 0.0 && s3 <= 0.0)
-}
-
-/// Whether two triangles intersect: for non-coplanar triangles, exactly when an edge of one
-/// crosses the other.
-fn triangles_intersect(t: &[Vec3; 3], u: &[Vec3; 3]) -> bool {
-    (0..3).any(|k| segment_hits_triangle(&t[k], &t[(k + 1) % 3], &u[0], &u[1], &u[2]))
-        || (0..3).any(|k| segment_hits_triangle(&u[k], &u[(k + 1) % 3], &t[0], &t[1], &t[2]))
-}
-
-fn surface(world: &SoftWorld, body: BodyHandle) -> Vec<[Vec3; 3]> {
-    let x = world.positions(body).unwrap();
-    world
-        .mesh(body)
-        .unwrap()
-        .surface_triangles()
-        .iter()
-        .map(|t| t.map(|v| x[v as usize]))
-        .collect()
-}
-
-/// Pairs of intersecting surface triangles between two bodies.
-fn intersections(world: &SoftWorld, a: BodyHandle, b: BodyHandle) -> usize {
-    let (sa, sb) = (surface(world, a), surface(world, b));
-    sa.iter()
-        .map(|t| sb.iter().filter(|u| triangles_intersect(t, u)).count())
-        .sum()
 }
 
 /// Deepest penetration (m) of a surface vertex of `a` into body `b`: for every vertex inside
@@ -185,7 +145,11 @@ fn a_block_stays_on_a_slope_iff_tan_angle_is_below_mu_for_cone_and_pyramid() {
 /// 2 degrees per second to 1 degree past the angle and stops. Returns whether the block was
 /// settling before the tilt, and how far (m) it then slid along the plane.
 fn tilt_under_resting_block() -> (bool, f64) {
-    let mut world = SoftWorld::new(WorldSettings::default());
+    // Settling alone: asleep, the block would not be settling (the moving plane wakes it).
+    let mut world = SoftWorld::new(WorldSettings {
+        sleeping: Sleeping::OFF,
+        ..WorldSettings::default()
+    });
     let mu: f64 = 0.5;
     let critical = mu.atan().to_degrees();
     let turn =
@@ -397,7 +361,12 @@ fn a_stack_of_five_stands_without_intersections() {
 
 #[test]
 fn a_stack_of_five_comes_to_rest() {
-    let (mut world, bodies, _) = drop_stack(5, WorldSettings::default());
+    // Settling alone: sleeping would skip the cubes it measures.
+    let settings = WorldSettings {
+        sleeping: Sleeping::OFF,
+        ..WorldSettings::default()
+    };
+    let (mut world, bodies, _) = drop_stack(5, settings);
     // Two and a half seconds more to settle (the cubes sway after landing: each rocks almost
     // rigidly on the one below, which settling damps once they are slow); then another second
     // moves nothing by more than a millimetre.
@@ -430,6 +399,7 @@ fn without_settling_the_stack_keeps_swaying() {
     // caveats). Without it the top cube still sways by millimetres five seconds in.
     let settings = WorldSettings {
         settling: Settling::OFF,
+        sleeping: Sleeping::OFF,
         ..WorldSettings::default()
     };
     let (mut world, bodies, _) = drop_stack(5, settings);

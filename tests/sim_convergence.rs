@@ -4,14 +4,18 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    Obstacle, SoftMaterial, SoftWorld, StepReport, TetMesh, Vec3, WorldSettings,
+    Obstacle, Sleeping, SoftMaterial, SoftWorld, StepReport, TetMesh, Vec3, WorldSettings,
 };
 
 const DT: f64 = 1.0 / 60.0;
 
 /// A rubber cube dropped onto the floor, stepped `steps` times with the defaults.
 fn landed_cube(steps: usize) -> SoftWorld {
-    let mut world = SoftWorld::new(WorldSettings::default());
+    // The solver at rest: asleep, the cube would not be stepped at all.
+    let mut world = SoftWorld::new(WorldSettings {
+        sleeping: Sleeping::OFF,
+        ..WorldSettings::default()
+    });
     world
         .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
         .unwrap();

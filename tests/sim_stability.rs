@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bevy_deformable::sim::mesh::signed_volume;
 use bevy_deformable::sim::{
-    Obstacle, Settling, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    Obstacle, Settling, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 
 /// Simulated time per cell (s).
@@ -71,8 +71,10 @@ fn drop_on_floor(
     let material = SoftMaterial::RUBBER
         .with_youngs_modulus(youngs_modulus)
         .with_poisson_ratio(nu);
+    // The solver's own stability: sleeping would stop a body that still creeps.
     let mut world = SoftWorld::new(WorldSettings {
         settling,
+        sleeping: Sleeping::OFF,
         ..WorldSettings::default()
     });
     let body = world

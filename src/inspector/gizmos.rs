@@ -48,7 +48,12 @@ pub(super) fn draw_debug(
             }
         }
         if d.surface {
-            let color = Color::srgb(0.1, 0.1, 0.1);
+            // Sleeping bodies in blue.
+            let color = if sim_world.is_asleep(h).unwrap_or(false) {
+                Color::srgb(0.2, 0.45, 1.0)
+            } else {
+                Color::srgb(0.1, 0.1, 0.1)
+            };
             for tri in mesh.surface_triangles() {
                 gizmos.line(p(tri[0]), p(tri[1]), color);
                 gizmos.line(p(tri[1]), p(tri[2]), color);

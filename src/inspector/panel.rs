@@ -344,6 +344,8 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
         ui.add(
             egui::Slider::new(&mut c.settling_damping, 0.0..=50.0).text("settling damping (1/s)"),
         );
+        ui.add(egui::Slider::new(&mut c.sleep_speed, 0.0..=0.2).text("sleep below (m/s)"));
+        ui.add(egui::Slider::new(&mut c.sleep_delay, 0.0..=3.0).text("sleep after (s)"));
         if c != *p.config {
             *p.config = c;
         }
@@ -466,6 +468,7 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                     row("bodies", format!("{}", s.bodies));
                     row("frozen bodies", format!("{}", s.frozen_bodies));
                     row("settling bodies", format!("{}", s.settling_bodies));
+                    row("sleeping bodies", format!("{}", s.sleeping_bodies));
                     row("inverted tets", format!("{}", s.inverted_tets));
                     row(
                         "contacts (active)",
@@ -503,7 +506,7 @@ fn debug_drawing(ui: &mut egui::Ui, draw: &mut super::DebugDraw) {
     egui::CollapsingHeader::new("Debug drawing").show(ui, |ui| {
         let mut d = *draw;
         ui.checkbox(&mut d.tets, "tet wireframe");
-        ui.checkbox(&mut d.surface, "surface");
+        ui.checkbox(&mut d.surface, "surface (sleeping: blue)");
         ui.checkbox(&mut d.proxies, "collision proxies");
         ui.checkbox(&mut d.contacts, "contacts by region, normals");
         ui.checkbox(&mut d.active_constraints, "active constraints");

@@ -52,6 +52,6 @@ pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
     BodyHandle, BodyStepStats, ContactPoint, DEFAULT_MPRGP_TOLERANCE, EnergyAudit, FreezeReason,
-    MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, Settling, SoftWorld, StepReport, WorldError,
-    WorldSettings,
+    MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, Settling, Sleeping, SoftWorld, StepReport,
+    WorldError, WorldSettings,
 };

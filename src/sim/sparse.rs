@@ -19,6 +19,7 @@ use faer::sparse::linalg::cholesky::{
 };
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par, Side, Spec};
+use rayon::prelude::*;
 use thiserror::Error;
 
 use super::math::Vec3;
@@ -123,9 +124,24 @@ impl SymmetricMatrix {
         self.values[self.diag_slot[i]]
     }
 
-    /// `out = L x` applied to each coordinate of the 3-vectors (`(L (x) I_3) x`).
+    /// `out = L x` applied to each coordinate of the 3-vectors (`(L (x) I_3) x`). Rows in
+    /// parallel (rayon) from [`PARALLEL_MATVEC_ROWS`] rows on; each row's sum is the same either
+    /// way.
     pub fn mul_vec3(&self, x: &[Vec3], out: &mut [Vec3]) {
-        for (i, o) in out.iter_mut().enumerate().take(self.n) {
+        let out = &mut out[..self.n];
+        if self.n < PARALLEL_MATVEC_ROWS {
+            self.mul_rows(0, x, out);
+        } else {
+            out.par_chunks_mut(MATVEC_CHUNK_ROWS)
+                .enumerate()
+                .for_each(|(c, rows)| self.mul_rows(c * MATVEC_CHUNK_ROWS, x, rows));
+        }
+    }
+
+    /// Rows `first..first + out.len()` of `L x`.
+    fn mul_rows(&self, first: usize, x: &[Vec3], out: &mut [Vec3]) {
+        for (r, o) in out.iter_mut().enumerate() {
+            let i = first + r;
             let mut acc = Vec3::zeros();
             for k in self.row_ptr[i]..self.row_ptr[i + 1] {
                 acc += self.values[k] * x[self.col_idx[k] as usize];
@@ -139,6 +155,14 @@ impl SymmetricMatrix {
         (self.row_ptr[i]..self.row_ptr[i + 1]).map(|k| (self.col_idx[k] as usize, self.values[k]))
     }
 }
+
+/// Rows from which [`SymmetricMatrix::mul_vec3`] runs in parallel: below, a product costs
+/// about as much as handing it to the other threads (0.01 ms at 1,000 rows on this project's
+/// 2-core machine).
+pub const PARALLEL_MATVEC_ROWS: usize = 4096;
+
+/// Rows per parallel task of [`SymmetricMatrix::mul_vec3`].
+const MATVEC_CHUNK_ROWS: usize = 1024;
 
 /// A prefactored sparse Cholesky `L = C C'` of a [`SymmetricMatrix`], solving three right-hand
 /// sides at once. Symbolic analysis once, numeric refactorization on demand.

@@ -113,6 +113,15 @@ pub struct SoftBody {
     pub(crate) frozen: Option<FreezeReason>,
     /// How long (s) the body's rigid motion has been slower than the settling speed.
     pub(crate) slow_for: f64,
+    /// Whether the body sleeps: the step skips it until something wakes it
+    /// ([`super::sleeping`]).
+    pub(crate) asleep: bool,
+    /// How long (s) every vertex has been slower than the sleeping speed.
+    pub(crate) still_for: f64,
+    /// Bounds of a sleeping body (m), padded by the contact margin.
+    pub(crate) sleep_bounds: super::sleeping::Bounds,
+    /// Transitions not yet reported in a [`super::StepReport`]: (fell asleep, woke).
+    pub(crate) sleep_events: (bool, bool),
     /// Statistics of the last step and the reason if that step froze the body.
     pub(crate) last_step: (super::report::BodyStepStats, Option<FreezeReason>),
     pub(crate) ws: Workspace,
@@ -146,6 +155,10 @@ impl SoftBody {
             last_refactor: None,
             frozen: None,
             slow_for: 0.0,
+            asleep: false,
+            still_for: 0.0,
+            sleep_bounds: (Vec3::zeros(), Vec3::zeros()),
+            sleep_events: (false, false),
             last_step: Default::default(),
             ws: Workspace::default(),
         }
@@ -206,36 +219,65 @@ impl SoftBody {
         self.pd.as_ref().map_or(0, |pd| pd.free_vertices().len())
     }
 
-    /// Where the vertices started the step (m); a frozen body stays where it is.
+    /// Whether the body does not move this step: frozen or asleep. Others collide with a frozen
+    /// body as with an obstacle; nothing awake reaches a sleeping one.
+    pub(crate) fn is_static(&self) -> bool {
+        self.frozen.is_some() || self.asleep
+    }
+
+    /// Wakes the body if it sleeps, and restarts its rest clock either way.
+    pub(crate) fn wake(&mut self) {
+        if self.asleep {
+            self.asleep = false;
+            self.sleep_events.1 = true;
+            // The friction it slept with is stale.
+            self.ws.friction.clear();
+        }
+        self.still_for = 0.0;
+    }
+
+    /// Puts the body to sleep where it is, at zero velocity; its bounds are padded by
+    /// `margin` (m).
+    pub(crate) fn fall_asleep(&mut self, margin: f64) {
+        self.asleep = true;
+        self.sleep_events.0 = true;
+        self.still_for = 0.0;
+        self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
+        self.good_v.iter_mut().for_each(|v| *v = Vec3::zeros());
+        let (lo, hi) = super::sleeping::bounds_of(&self.x).unwrap_or_default();
+        self.sleep_bounds = (lo - Vec3::repeat(margin), hi + Vec3::repeat(margin));
+    }
+
+    /// Where the vertices started the step (m); a frozen or sleeping body stays where it is.
     pub(crate) fn start_positions(&self) -> &[Vec3] {
-        if self.frozen.is_some() {
+        if self.is_static() {
             &self.x
         } else {
             &self.ws.x_start
         }
     }
 
-    /// Where `vertex` started the step (m); a frozen body stays where it is.
+    /// Where `vertex` started the step (m); a frozen or sleeping body stays where it is.
     pub(crate) fn start_position(&self, vertex: usize) -> Vec3 {
-        if self.frozen.is_some() {
+        if self.is_static() {
             self.x[vertex]
         } else {
             self.ws.x_start[vertex]
         }
     }
 
-    /// The velocity of `vertex` at the start of the step (m/s); a frozen body does not move.
+    /// The velocity of `vertex` at the start of the step (m/s); a frozen or sleeping body does not move.
     pub(crate) fn start_velocity(&self, vertex: usize) -> Vec3 {
-        if self.frozen.is_some() {
+        if self.is_static() {
             Vec3::zeros()
         } else {
             self.ws.v_start[vertex]
         }
     }
 
-    /// The velocity of `vertex` now (m/s); a frozen body does not move.
+    /// The velocity of `vertex` now (m/s); a frozen or sleeping body does not move.
     pub(crate) fn velocity(&self, vertex: usize) -> Vec3 {
-        if self.frozen.is_some() {
+        if self.is_static() {
             Vec3::zeros()
         } else {
             self.v[vertex]

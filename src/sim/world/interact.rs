@@ -20,7 +20,7 @@ impl SoftWorld {
         max_distance: f64,
     ) -> Option<(BodyHandle, SurfaceHit)> {
         let mut best: Option<(BodyHandle, SurfaceHit)> = None;
-        for (b, &id) in self.bodies.iter().zip(&self.body_ids) {
+        for (b, &id) in self.bodies.iter().zip(self.body_ids.ids()) {
             let limit = best.map_or(max_distance, |(_, h)| h.distance);
             if let Some(hit) = ray_cast_surface(&b.mesh, &b.x, origin, dir, limit)
                 && best.is_none_or(|(_, h)| hit.distance < h.distance)

@@ -12,10 +12,12 @@
 
 mod audit;
 mod body;
+mod handles;
 mod interact;
 mod island;
 mod report;
 mod settling;
+mod sleeping;
 mod step;
 
 use std::sync::Arc;
@@ -28,6 +30,7 @@ pub use audit::EnergyAudit;
 pub use body::SoftBody;
 pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
 pub use settling::Settling;
+pub use sleeping::Sleeping;
 pub use step::ContactPoint;
 
 use super::contact::{ContactLcp, LcpSettings, Obstacle, ObstacleError};
@@ -98,6 +101,9 @@ pub struct WorldSettings {
     /// Extra damping of the rigid motion of bodies that have moved slowly for a while, so that
     /// stacks and piles come to rest (see [`Settling`]). Default: [`Settling::default`].
     pub settling: Settling,
+    /// Bodies and islands at rest are skipped by the step until something wakes them (see
+    /// [`Sleeping`]). Default: [`Sleeping::default`].
+    pub sleeping: Sleeping,
     /// Measure every body's energy at each phase of the step ([`EnergyAudit`], in
     /// [`StepReport::energy`] and [`SoftWorld::last_step_stats`]): a debugging aid that costs
     /// three elastic-energy evaluations per body per step. Default: false.
@@ -132,6 +138,7 @@ impl Default for WorldSettings {
             lcp: LcpSettings::default(),
             separate_regions: true,
             settling: Settling::default(),
+            sleeping: Sleeping::default(),
             energy_audit: false,
             measure_residual: false,
         }
@@ -162,8 +169,8 @@ impl WorldSettings {
     /// `1..=`[`MAX_PD_ITERATIONS`], an MPRGP tolerance, gamma or iteration cap that is not
     /// positive, a negative or non-finite margin, skin, depth limit, restitution threshold or
     /// depenetration speed, a `max_speed` or `runaway_energy_factor` that is not positive, LCP
-    /// tolerances that are negative or not finite, or settling values that are negative or not
-    /// finite.
+    /// tolerances that are negative or not finite, or settling or sleeping values that are
+    /// negative or not finite.
     pub fn validate(&self) -> Result<(), WorldError> {
         let bad = |what: &'static str, value: f64| Err(WorldError::InvalidSetting { what, value });
         if !self.gravity.iter().all(|g| g.is_finite()) {
@@ -201,6 +208,8 @@ impl WorldSettings {
             ("settling.speed", self.settling.speed),
             ("settling.delay", self.settling.delay),
             ("settling.damping", self.settling.damping),
+            ("sleeping.speed", self.sleeping.speed),
+            ("sleeping.delay", self.sleeping.delay),
         ];
         for (what, value) in non_negative {
             if !(value.is_finite() && value >= 0.0) {
@@ -284,9 +293,9 @@ pub enum WorldError {
 pub struct SoftWorld {
     settings: WorldSettings,
     bodies: Vec<SoftBody>,
-    body_ids: Vec<u32>,
+    body_ids: handles::HandleTable,
     obstacles: Vec<Obstacle>,
-    obstacle_ids: Vec<u32>,
+    obstacle_ids: handles::HandleTable,
     next_id: u32,
     state: step::StepState,
 }
@@ -305,17 +314,21 @@ impl SoftWorld {
         &self.settings
     }
 
-    /// Mutable settings; changes apply from the next step.
+    /// Mutable settings; changes apply from the next step. Wakes every body.
     pub fn settings_mut(&mut self) -> &mut WorldSettings {
-        self.restart_settling();
+        self.disturb_all();
         &mut self.settings
     }
 
-    /// Every body's settling clock back to zero, after an edit that may set resting bodies
-    /// moving (gravity, a removed support): they start undamped. A moving obstacle needs none:
-    /// the bodies it touches do not settle while it moves.
-    fn restart_settling(&mut self) {
-        self.bodies.iter_mut().for_each(|b| b.slow_for = 0.0);
+    /// Every body awake and its settling clock back to zero, after an edit that may set resting
+    /// bodies moving (gravity, a removed support): they start undamped. A moving obstacle needs
+    /// none: the bodies it touches do not settle while it moves, and the step wakes those it
+    /// reaches.
+    fn disturb_all(&mut self) {
+        self.bodies.iter_mut().for_each(|b| {
+            b.slow_for = 0.0;
+            b.wake();
+        });
     }
 
     fn fresh_id(&mut self) -> u32 {
@@ -325,12 +338,19 @@ impl SoftWorld {
 
     fn index(&self, h: BodyHandle) -> Result<usize, WorldError> {
         self.body_ids
-            .iter()
-            .position(|&id| id == h.0)
+            .position(h.0)
             .ok_or(WorldError::UnknownBody(h))
     }
 
+    /// The body behind a handle, for an edit: woken if it sleeps.
     fn body_mut(&mut self, h: BodyHandle) -> Result<&mut SoftBody, WorldError> {
+        let body = self.body_mut_asleep(h)?;
+        body.wake();
+        Ok(body)
+    }
+
+    /// The body behind a handle, left asleep (for edits that may change nothing).
+    fn body_mut_asleep(&mut self, h: BodyHandle) -> Result<&mut SoftBody, WorldError> {
         let i = self.index(h)?;
         Ok(&mut self.bodies[i])
     }
@@ -384,21 +404,20 @@ impl SoftWorld {
 
     /// Removes a body; returns whether it existed.
     pub fn remove_body(&mut self, h: BodyHandle) -> bool {
-        match self.index(h) {
-            Ok(i) => {
+        match self.body_ids.remove(h.0) {
+            Some(i) => {
                 self.bodies.remove(i);
-                self.body_ids.remove(i);
                 self.state.forget_friction();
-                self.restart_settling();
+                self.disturb_all();
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     }
 
     /// Handles of all bodies, in stepping order.
     pub fn bodies(&self) -> impl Iterator<Item = BodyHandle> + '_ {
-        self.body_ids.iter().map(|&id| BodyHandle(id))
+        self.body_ids.ids().iter().map(|&id| BodyHandle(id))
     }
 
     /// Adds an obstacle.
@@ -416,13 +435,13 @@ impl SoftWorld {
 
     /// Removes an obstacle; returns whether it existed.
     pub fn remove_obstacle(&mut self, h: ObstacleHandle) -> bool {
-        match self.obstacle_ids.iter().position(|&id| id == h.0) {
+        match self.obstacle_ids.remove(h.0) {
             Some(i) => {
                 self.obstacles.remove(i);
-                self.obstacle_ids.remove(i);
-                // The friction memory is keyed by obstacle index.
+                // The friction memory and the wake pass's record are keyed by obstacle index.
                 self.state.forget_friction();
-                self.restart_settling();
+                self.state.sleep.forget_obstacles();
+                self.disturb_all();
                 true
             }
             None => false,
@@ -436,8 +455,7 @@ impl SoftWorld {
     pub fn obstacle_mut(&mut self, h: ObstacleHandle) -> Result<&mut Obstacle, WorldError> {
         let i = self
             .obstacle_ids
-            .iter()
-            .position(|&id| id == h.0)
+            .position(h.0)
             .ok_or(WorldError::UnknownObstacle(h))?;
         Ok(&mut self.obstacles[i])
     }
@@ -445,6 +463,11 @@ impl SoftWorld {
     /// All obstacles, in order.
     pub fn obstacles(&self) -> &[Obstacle] {
         &self.obstacles
+    }
+
+    /// Handles of all obstacles, in the order of [`SoftWorld::obstacles`].
+    pub fn obstacle_handles(&self) -> impl Iterator<Item = ObstacleHandle> + '_ {
+        self.obstacle_ids.ids().iter().map(|&id| ObstacleHandle(id))
     }
 
     /// Current vertex positions (m).
@@ -543,9 +566,12 @@ impl SoftWorld {
         target: Vec3,
     ) -> Result<(), WorldError> {
         check_finite("pin target", &target)?;
-        let b = self.body_mut(h)?;
+        let b = self.body_mut_asleep(h)?;
         check_vertex(vertex, b.x.len())?;
-        b.targets[vertex] = target;
+        if b.targets[vertex] != target {
+            b.targets[vertex] = target;
+            b.wake();
+        }
         Ok(())
     }
 
@@ -653,7 +679,7 @@ impl SoftWorld {
         out.extend(
             b.ws.touching
                 .iter()
-                .filter_map(|&i| self.obstacle_ids.get(i as usize))
+                .filter_map(|&i| self.obstacle_ids.ids().get(i as usize))
                 .map(|&id| ObstacleHandle(id)),
         );
         Ok(())
@@ -686,6 +712,24 @@ impl SoftWorld {
     /// [`WorldError::UnknownBody`].
     pub fn last_step_stats(&self, h: BodyHandle) -> Result<&BodyStepStats, WorldError> {
         Ok(&self.body(h)?.last_step.0)
+    }
+
+    /// Whether the body sleeps ([`Sleeping`]): the step skips it until something wakes it.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn is_asleep(&self, h: BodyHandle) -> Result<bool, WorldError> {
+        Ok(self.body(h)?.asleep)
+    }
+
+    /// Wakes a sleeping body (its island wakes with it on the next step if they touch), and
+    /// restarts its rest clock.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn wake(&mut self, h: BodyHandle) -> Result<(), WorldError> {
+        self.body_mut(h)?;
+        Ok(())
     }
 
     /// Lets a frozen body move again (from its restored last good state).
@@ -767,7 +811,7 @@ impl SoftWorld {
                     &mut self.state,
                 );
                 let (mut inverted, mut settling) = (0, 0);
-                for (b, &id) in self.bodies.iter_mut().zip(&self.body_ids) {
+                for (b, &id) in self.bodies.iter_mut().zip(self.body_ids.ids()) {
                     report.add_body(&b.last_step.0, substep == 0);
                     inverted += b.last_step.0.inverted_tets;
                     settling += usize::from(b.last_step.0.settling);
@@ -791,6 +835,16 @@ impl SoftWorld {
                 report.lcp.unconverged_regions += l.unconverged_regions;
             }
         });
+        for (b, &id) in self.bodies.iter_mut().zip(self.body_ids.ids()) {
+            let (slept, woke) = std::mem::take(&mut b.sleep_events);
+            if woke {
+                report.woke.push(BodyHandle(id));
+            }
+            if slept {
+                report.slept.push(BodyHandle(id));
+            }
+            report.sleeping_bodies += usize::from(b.asleep);
+        }
         report.wall = start.elapsed();
         Ok(report)
     }

@@ -108,6 +108,8 @@ pub struct BodyStepStats {
     pub inverted_tets: usize,
     /// Whether the body's rigid motion was damped by settling ([`super::Settling`]).
     pub settling: bool,
+    /// Whether the body slept through the step ([`super::Sleeping`]): nothing of it ran.
+    pub asleep: bool,
     /// The body's energy at each phase of the step, when
     /// [`super::WorldSettings::energy_audit`] is on (of the last substep).
     pub energy: Option<super::EnergyAudit>,
@@ -156,6 +158,13 @@ pub struct StepReport {
     pub lcp: LcpStats,
     /// Bodies frozen during this step, with the reason.
     pub frozen: Vec<(super::BodyHandle, FreezeReason)>,
+    /// Bodies asleep after the step ([`super::Sleeping`]).
+    pub sleeping_bodies: usize,
+    /// Bodies that fell asleep during this step.
+    pub slept: Vec<super::BodyHandle>,
+    /// Bodies woken since the last step's report: by this step (something reached them) or by
+    /// an edit before it.
+    pub woke: Vec<super::BodyHandle>,
     /// The energy audit summed over bodies (the start of the first substep, the changes of
     /// all), when [`super::WorldSettings::energy_audit`] is on.
     pub energy: Option<super::EnergyAudit>,

@@ -23,7 +23,7 @@ pub(super) fn finish(
     failure: Option<FreezeReason>,
     settles: bool,
 ) {
-    if body.frozen.is_some() {
+    if body.is_static() {
         return;
     }
     let t = Instant::now();

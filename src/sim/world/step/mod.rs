@@ -53,6 +53,7 @@ use super::audit::{EnergyAudit, gravitational, kinetic};
 use super::body::SoftBody;
 use super::island::{FrictionMemory, Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
+use super::sleeping::{SleepState, fall_asleep, wake_touched};
 use crate::sim::contact::{
     BodyBvh, ContactLcp, EdgeContact, LcpStats, Obstacle, SoftContact, SoftSurface,
     detect_contacts_swept, detect_edge_contacts, detect_soft_contacts, fit_edge_bvh,
@@ -91,6 +92,8 @@ pub(crate) struct StepState {
     /// The friction the last step ended with (per group and per contact), to start the next
     /// step's from.
     friction_memory: FrictionMemory,
+    /// What the wake pass keeps between steps.
+    pub sleep: SleepState,
 }
 
 impl StepState {
@@ -125,6 +128,7 @@ pub(crate) fn substep(
     st: &mut StepState,
 ) -> SubstepSummary {
     let mut summary = SubstepSummary::default();
+    wake_touched(bodies, obstacles, settings, h, &mut st.sleep);
     bodies
         .par_iter_mut()
         .for_each(|b| prepare(b, obstacles, settings, h));
@@ -149,7 +153,7 @@ pub(crate) fn substep(
 
     let t = Instant::now();
     bodies.par_iter_mut().for_each(|b| {
-        if b.frozen.is_none() {
+        if !b.is_static() {
             for i in 0..b.x.len() {
                 b.v[i] = (b.x[i] - b.ws.x_start[i]) / h;
             }
@@ -193,6 +197,13 @@ pub(crate) fn substep(
         };
         guard::finish(b, obstacles, settings, h, failure, settles);
     });
+    fall_asleep(
+        bodies,
+        &st.islands[..st.island_count],
+        obstacles,
+        settings,
+        h,
+    );
     summary
 }
 
@@ -244,6 +255,11 @@ fn audit_velocity_phase(bodies: &mut [SoftBody], settings: &WorldSettings, mark:
 /// obstacle contacts along the motion, fit the BVHs.
 fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings, h: f64) {
     body.last_step = (BodyStepStats::default(), None);
+    if body.asleep {
+        // Skipped entirely; its contacts of the step it fell asleep in are kept for drawing.
+        body.last_step.0.asleep = true;
+        return;
+    }
     body.ws.touching.clear();
     if body.frozen.is_some() {
         // A frozen body stays where it is: others collide with it as with an obstacle.
@@ -384,8 +400,9 @@ fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState
     st.edge_contacts.clear();
     for (a, ba) in bodies.iter().enumerate() {
         for (b, bb) in bodies.iter().enumerate() {
-            let (fa, fb) = (ba.frozen.is_some(), bb.frozen.is_some());
-            if (fa && fb) || (a == b && !settings.self_collision) {
+            // Nothing awake reaches a sleeping body (the wake pass saw to it).
+            let (fa, fb) = (ba.is_static(), bb.is_static());
+            if (fa && fb) || ba.asleep || bb.asleep || (a == b && !settings.self_collision) {
                 continue;
             }
             detect_soft_contacts(
@@ -434,7 +451,7 @@ fn form_islands(
         .map(|c| (c.vertex_body, c.triangle_body));
     let edge_links = st.edge_contacts.iter().map(|c| (c.body_a, c.body_b));
     for (a, b) in links.chain(edge_links) {
-        if bodies[a as usize].frozen.is_none() && bodies[b as usize].frozen.is_none() {
+        if !bodies[a as usize].is_static() && !bodies[b as usize].is_static() {
             let (ra, rb) = (find(&mut st.parent, a), find(&mut st.parent, b));
             if ra != rb {
                 st.parent[ra.max(rb) as usize] = ra.min(rb);
@@ -448,7 +465,7 @@ fn form_islands(
     st.island_size.clear();
     let mut count = 0usize;
     for i in 0..n {
-        if bodies[i].frozen.is_some() {
+        if bodies[i].is_static() {
             continue;
         }
         let root = find(&mut st.parent, i as u32) as usize;

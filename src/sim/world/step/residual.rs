@@ -65,7 +65,7 @@ fn norm(v: &[Vec3]) -> f64 {
 /// Before the iterations: `||grad Phi||` at each simulated body's first iterate.
 pub(super) fn measure_start(bodies: &mut [SoftBody], st: &StepState) {
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-        if st.island_of[i] == NO_ISLAND || b.frozen.is_some() {
+        if st.island_of[i] == NO_ISLAND || b.is_static() {
             return;
         }
         if gradient(b) {
@@ -80,7 +80,7 @@ pub(super) fn measure_start(bodies: &mut [SoftBody], st: &StepState) {
 pub(super) fn measure_end(bodies: &mut [SoftBody], st: &StepState) {
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
         let id = st.island_of[i];
-        if id == NO_ISLAND || b.frozen.is_some() || !gradient(b) {
+        if id == NO_ISLAND || b.is_static() || !gradient(b) {
             return;
         }
         let island = &st.islands[id as usize];

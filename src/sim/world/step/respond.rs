@@ -117,8 +117,8 @@ pub(super) fn respond(
     st.inv_mass.clear();
     for b in bodies.iter() {
         st.vertex_offsets.push(st.inv_mass.len() as u32);
-        match (&b.pd, &b.frozen) {
-            (Some(pd), None) => {
+        match (&b.pd, b.is_static()) {
+            (Some(pd), false) => {
                 let dof = pd.dof_map();
                 st.inv_mass
                     .extend(pd.masses().iter().zip(dof).map(|(&m, &d)| {

@@ -1,0 +1,258 @@
+//! Sleeping: bodies, and whole contact islands, that have been at rest are skipped by the step.
+//!
+//! A body whose every vertex has moved slower than [`Sleeping::speed`] for [`Sleeping::delay`]
+//! seconds, in an island (the bodies it touches, [`super::island`]) whose every member has too
+//! and which is supported (one of its bodies touches an obstacle, or has pins or attachments),
+//! falls asleep with its island: its velocities are set to zero and the step leaves it out
+//! entirely — no prediction, detection, local step, solve or response — until something wakes
+//! it. Jolt puts a body to sleep the same way (its points under 0.03 m/s for 0.5 s), as do Box2D
+//! and PhysX for rigid bodies.
+//!
+//! A sleeping body wakes, with zero velocity from the shape it slept in, when
+//! - an awake body's bounds over its next step (its positions and its inertial prediction,
+//!   padded by the contact margin) overlap the sleeping body's bounds (padded by the margin
+//!   when it fell asleep); a woken body can wake its neighbours in turn, so a touched pile
+//!   wakes as a whole;
+//! - an obstacle moves (a non-zero velocity, or a pose changed since the last step) with its
+//!   bounds, before or after, over the sleeping body's; a new obstacle's bounds overlap it; a
+//!   half-space that moves, or any removed obstacle or body (what held it up may be gone),
+//!   wakes every body;
+//! - the game edits it: material, pins (and a pin or attachment target that changes),
+//!   attachments, proxies, a grab, `positions_mut`, `velocities_mut`, a reset; or edits the
+//!   settings.
+//!
+//! A body held by a grab spring or touching a moving obstacle never falls asleep, nor does a
+//! body drifting slowly through the air (or in zero gravity) with nothing under it: as with
+//! settling, its slow motion is its own. The decision
+//! uses only per-body quantities, in body order, so it does not depend on the thread count.
+//!
+//! Not physical, as for settling ([`super::Settling`]): a body that starts from rest and
+//! accelerates slower than `speed / delay` (0.06 m/s^2 at the defaults: a block about 0.3
+//! degrees past its friction angle at mu 0.5) falls asleep before it reaches the speed and stays where
+//! it is; [`Sleeping::OFF`] turns sleeping off.
+
+use nalgebra::UnitQuaternion;
+
+use super::WorldSettings;
+use super::body::SoftBody;
+use super::island::Island;
+use crate::sim::contact::Obstacle;
+use crate::sim::math::Vec3;
+
+/// Settings of sleeping (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sleeping {
+    /// Fastest vertex speed (m/s) at which a body counts as at rest; 0 turns sleeping off.
+    /// Default: 0.03 (Jolt's default).
+    pub speed: f64,
+    /// How long (s) a body (and every body of its island) must stay at rest before it sleeps.
+    /// Default: 0.5 (Jolt's default).
+    pub delay: f64,
+}
+
+impl Default for Sleeping {
+    fn default() -> Self {
+        Self {
+            speed: 0.03,
+            delay: 0.5,
+        }
+    }
+}
+
+impl Sleeping {
+    /// No sleeping: every body is stepped.
+    pub const OFF: Self = Self {
+        speed: 0.0,
+        delay: 0.0,
+    };
+
+    /// Whether bodies may fall asleep at all.
+    pub fn enabled(&self) -> bool {
+        self.speed > 0.0
+    }
+}
+
+/// An axis-aligned box `(min, max)` (m).
+pub(crate) type Bounds = (Vec3, Vec3);
+
+fn overlap(a: &Bounds, b: &Bounds) -> bool {
+    (0..3).all(|k| a.0[k] <= b.1[k] && b.0[k] <= a.1[k])
+}
+
+fn padded(b: Bounds, pad: f64) -> Bounds {
+    (b.0 - Vec3::repeat(pad), b.1 + Vec3::repeat(pad))
+}
+
+fn union(a: Bounds, b: Bounds) -> Bounds {
+    (a.0.inf(&b.0), a.1.sup(&b.1))
+}
+
+/// Bounds of `x` (m), `None` when empty.
+pub(crate) fn bounds_of(x: &[Vec3]) -> Option<Bounds> {
+    let first = *x.first()?;
+    Some(
+        x.iter()
+            .fold((first, first), |(lo, hi), p| (lo.inf(p), hi.sup(p))),
+    )
+}
+
+/// An obstacle as the last wake pass saw it.
+#[derive(Debug, Clone, Copy)]
+struct SeenObstacle {
+    position: Vec3,
+    rotation: UnitQuaternion<f64>,
+    bounds: Option<Bounds>,
+}
+
+/// What the wake pass keeps between steps (reused buffers: no allocation once warm).
+#[derive(Debug, Default)]
+pub(crate) struct SleepState {
+    /// Per body: bounds over its coming step if it is awake and moves.
+    swept: Vec<Option<Bounds>>,
+    /// The obstacles at the last wake pass, in order.
+    seen: Vec<SeenObstacle>,
+}
+
+impl SleepState {
+    /// Forgets the obstacles seen (their indices changed).
+    pub fn forget_obstacles(&mut self) {
+        self.seen.clear();
+    }
+}
+
+/// Before a substep: wakes the sleeping bodies that something may touch in it (see the module
+/// docs), or every body when sleeping is off.
+pub(crate) fn wake_touched(
+    bodies: &mut [SoftBody],
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    h: f64,
+    st: &mut SleepState,
+) {
+    let margin = settings.contact_margin;
+    let any_asleep = bodies.iter().any(|b| b.asleep);
+    if any_asleep && !settings.sleeping.enabled() {
+        bodies.iter_mut().for_each(SoftBody::wake);
+    }
+    // Obstacles that moved since the last pass.
+    for (k, o) in obstacles.iter().enumerate() {
+        let now = SeenObstacle {
+            position: o.position(),
+            rotation: o.rotation(),
+            bounds: o.bounds(),
+        };
+        let before = st.seen.get(k).copied();
+        let teleported =
+            before.is_some_and(|b| b.position != now.position || b.rotation != now.rotation);
+        if any_asleep && (o.is_moving() || teleported || before.is_none()) {
+            let reach = o.linear_velocity().norm() * h
+                + o.angular_velocity().norm()
+                    * h
+                    * now.bounds.map_or(0.0, |(lo, hi)| (hi - lo).norm());
+            let region = match (now.bounds, before.and_then(|b| b.bounds)) {
+                (Some(a), Some(b)) if teleported => Some(union(a, b)),
+                (Some(_), None) if teleported => None,
+                (a, _) => a,
+            };
+            match region {
+                None => bodies.iter_mut().for_each(SoftBody::wake),
+                Some(region) => {
+                    let region = padded(region, margin + reach);
+                    for b in bodies.iter_mut() {
+                        if b.asleep && overlap(&region, &b.sleep_bounds) {
+                            b.wake();
+                        }
+                    }
+                }
+            }
+        }
+        if k < st.seen.len() {
+            st.seen[k] = now;
+        } else {
+            st.seen.push(now);
+        }
+    }
+    st.seen.truncate(obstacles.len());
+    if !bodies.iter().any(|b| b.asleep) {
+        return;
+    }
+    // Awake bodies: their positions and predictions.
+    st.swept.clear();
+    st.swept.extend(bodies.iter().map(|b| {
+        if b.asleep || b.frozen.is_some() {
+            return None;
+        }
+        let hg = h * h * settings.gravity;
+        let now = bounds_of(&b.x)?;
+        let ahead = b.x.iter().zip(&b.v).fold(now, |(lo, hi), (p, v)| {
+            let q = p + h * v + hg;
+            (lo.inf(&q), hi.sup(&q))
+        });
+        Some(padded(ahead, margin))
+    }));
+    // Wake what they reach, and what the woken reach, until nothing changes.
+    loop {
+        let mut woke = false;
+        for (j, body) in bodies.iter_mut().enumerate() {
+            if !body.asleep {
+                continue;
+            }
+            let sleeping = body.sleep_bounds;
+            if st.swept.iter().flatten().any(|s| overlap(s, &sleeping)) {
+                body.wake();
+                st.swept[j] = Some(sleeping);
+                woke = true;
+            }
+        }
+        if !woke {
+            break;
+        }
+    }
+}
+
+/// After a substep: each awake body's rest clock, then the islands whose every member has been
+/// at rest for the delay fall asleep.
+pub(crate) fn fall_asleep(
+    bodies: &mut [SoftBody],
+    islands: &[Island],
+    obstacles: &[Obstacle],
+    settings: &WorldSettings,
+    h: f64,
+) {
+    let sleeping = settings.sleeping;
+    if !sleeping.enabled() {
+        return;
+    }
+    for b in bodies.iter_mut() {
+        if b.asleep || b.frozen.is_some() {
+            continue;
+        }
+        let speed_sq = b.v.iter().map(Vec3::norm_squared).fold(0.0, f64::max);
+        let carried =
+            b.ws.touching
+                .iter()
+                .any(|&o| obstacles.get(o as usize).is_some_and(Obstacle::is_moving));
+        if speed_sq < sleeping.speed * sleeping.speed && b.grab.is_none() && !carried {
+            b.still_for += h;
+        } else {
+            b.still_for = 0.0;
+        }
+    }
+    for island in islands {
+        let rested = island.members.iter().all(|&m| {
+            let b = &bodies[m as usize];
+            b.frozen.is_none() && !b.asleep && b.still_for >= sleeping.delay
+        });
+        let supported = island.members.iter().any(|&m| {
+            let b = &bodies[m as usize];
+            !b.ws.touching.is_empty()
+                || b.pinned.iter().any(|&p| p)
+                || b.attach_k.iter().any(|&k| k > 0.0)
+        });
+        if rested && supported && !island.members.is_empty() {
+            for &m in &island.members {
+                bodies[m as usize].fall_asleep(settings.contact_margin);
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Helpers shared by the integration tests: surface crossings between bodies.
+
+// Each test crate uses its own subset.
+#![allow(dead_code)]
+
+use bevy_deformable::sim::{BodyHandle, SoftWorld, Vec3};
+
+/// `sign(det[b - a, c - a, d - a])`.
+fn orient(a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> f64 {
+    (b - a).cross(&(c - a)).dot(&(d - a))
+}
+
+/// Whether segment `pq` crosses triangle `abc` (touching counts), by orientation tests alone.
+fn segment_hits_triangle(p: &Vec3, q: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> bool {
+    let (sp, sq) = (orient(a, b, c, p), orient(a, b, c, q));
+    if (sp > 0.0 && sq > 0.0) || (sp < 0.0 && sq < 0.0) || (sp == 0.0 && sq == 0.0) {
+        // Coplanar segments are reported by the other triangle's edges crossing this one, or
+        // never happen here (soft surfaces keep a skin apart).
+        return false;
+    }
+    let (s1, s2, s3) = (orient(p, q, a, b), orient(p, q, b, c), orient(p, q, c, a));
+    (s1 >= 0.0 && s2 >= 0.0 && s3 >= 0.0) || (s1 <= 0.0 && s2 <= 0.0 && s3 <= 0.0)
+}
+
+/// Whether two triangles intersect: for non-coplanar triangles, exactly when an edge of one
+/// crosses the other.
+pub fn triangles_intersect(t: &[Vec3; 3], u: &[Vec3; 3]) -> bool {
+    (0..3).any(|k| segment_hits_triangle(&t[k], &t[(k + 1) % 3], &u[0], &u[1], &u[2]))
+        || (0..3).any(|k| segment_hits_triangle(&u[k], &u[(k + 1) % 3], &t[0], &t[1], &t[2]))
+}
+
+pub fn surface(world: &SoftWorld, body: BodyHandle) -> Vec<[Vec3; 3]> {
+    let x = world.positions(body).unwrap();
+    world
+        .mesh(body)
+        .unwrap()
+        .surface_triangles()
+        .iter()
+        .map(|t| t.map(|v| x[v as usize]))
+        .collect()
+}
+
+/// Pairs of intersecting surface triangles between two bodies.
+pub fn intersections(world: &SoftWorld, a: BodyHandle, b: BodyHandle) -> usize {
+    let (sa, sb) = (surface(world, a), surface(world, b));
+    sa.iter()
+        .map(|t| sb.iter().filter(|u| triangles_intersect(t, u)).count())
+        .sum()
+}

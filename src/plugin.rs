@@ -927,8 +927,13 @@ fn record_render_points(
         // A body created this frame is recorded once even before its first step, so it is drawn
         // at its spawn pose rather than not at all. While the world does not step (paused), the
         // previous points become the current ones, so the blend shows the last step steadily.
-        // A sleeping body does not move: held like a paused one (drawn once, then left).
-        if (!world.stepped || state.asleep) && state.steps_recorded > 0 {
+        // A body that slept through the step did not move: held like a paused one (drawn
+        // once, then left). The step it fell asleep in is still recorded.
+        let slept_through = world
+            .world
+            .last_step_stats(h)
+            .is_ok_and(|stats| stats.asleep);
+        if (!world.stepped || slept_through) && state.steps_recorded > 0 {
             if !state.holding {
                 state.holding = true;
                 state.render_previous.clone_from(&state.render_current);

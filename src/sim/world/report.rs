@@ -166,10 +166,12 @@ pub struct StepReport {
     /// an edit before it.
     pub woke: Vec<super::BodyHandle>,
     /// The energy audit summed over bodies (the start of the first substep, the changes of
-    /// all), when [`super::WorldSettings::energy_audit`] is on.
+    /// all), when [`super::WorldSettings::energy_audit`] is on and some body was stepped (not
+    /// every one asleep or frozen).
     pub energy: Option<super::EnergyAudit>,
     /// The largest relative residual of the PD iterations over bodies and substeps (see
-    /// [`BodyStepStats::residual`]), when [`super::WorldSettings::measure_residual`] is on.
+    /// [`BodyStepStats::residual`]), when [`super::WorldSettings::measure_residual`] is on and
+    /// some body was stepped.
     pub residual: Option<f64>,
 }
 

@@ -120,6 +120,14 @@ impl SleepState {
     }
 }
 
+/// Wakes every sleeping body (the awake keep their rest clocks).
+fn wake_all(bodies: &mut [SoftBody]) {
+    bodies
+        .iter_mut()
+        .filter(|b| b.asleep)
+        .for_each(SoftBody::wake);
+}
+
 /// Before a substep: wakes the sleeping bodies that something may touch in it (see the module
 /// docs), or every body when sleeping is off.
 pub(crate) fn wake_touched(
@@ -132,7 +140,7 @@ pub(crate) fn wake_touched(
     let margin = settings.contact_margin;
     let any_asleep = bodies.iter().any(|b| b.asleep);
     if any_asleep && !settings.sleeping.enabled() {
-        bodies.iter_mut().for_each(SoftBody::wake);
+        wake_all(bodies);
     }
     // Obstacles that moved since the last pass.
     for (k, o) in obstacles.iter().enumerate() {
@@ -155,7 +163,7 @@ pub(crate) fn wake_touched(
                 (a, _) => a,
             };
             match region {
-                None => bodies.iter_mut().for_each(SoftBody::wake),
+                None => wake_all(bodies),
                 Some(region) => {
                     let region = padded(region, margin + reach);
                     for b in bodies.iter_mut() {

@@ -316,6 +316,9 @@ fn a_resting_body_sleeps_is_drawn_still_and_wakes_on_a_material_edit() {
             .sleeping_bodies,
         1
     );
+    // The step it fell asleep in is drawn blended with the one before; from the next, the
+    // mesh holds that step's shape.
+    app.update();
     let still = drawn(&app, body);
     for _ in 0..10 {
         app.update();

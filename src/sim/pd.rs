@@ -359,8 +359,8 @@ impl PdSystem {
     /// [`PdSystem::local_step`], vectorised ([`crate::sim::local_step`]), with the SVD
     /// warm-started from each tet's right singular vectors of the previous call (`frames`,
     /// identity at first, sized by [`WarmFrames::resize`]): the Jacobi sweeps then start from a
-    /// nearly diagonal `F'F` and finish in about one sweep of small rotations. `frames` is
-    /// updated in place. Equal to the cold step to round-off.
+    /// nearly diagonal `F'F` and converge in few sweeps, mostly of small rotations. `frames` is
+    /// updated in place. Equal to the cold step within 1e-8 relative (tested).
     pub fn local_step_warm(
         &self,
         x: &[Vec3],

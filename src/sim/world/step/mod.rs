@@ -256,7 +256,8 @@ fn audit_velocity_phase(bodies: &mut [SoftBody], settings: &WorldSettings, mark:
 fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings, h: f64) {
     body.last_step = (BodyStepStats::default(), None);
     if body.asleep {
-        // Skipped entirely; its contacts of the step it fell asleep in are kept for drawing.
+        // Skipped entirely. The obstacles it touched when it fell asleep stay its contacts
+        // (`touching_obstacles`, the plugin's contact messages).
         body.last_step.0.asleep = true;
         return;
     }

@@ -181,15 +181,19 @@ fn a_moving_obstacle_wakes_what_it_reaches_and_a_still_one_does_not() {
                 .with_position(Vec3::new(-0.6, 0.15, 0.0)),
         )
         .unwrap();
-    // Adding it far away wakes nothing either.
-    for _ in 0..30 {
-        let pose = world.obstacles()[1].position();
+    // Moves the box by `dx` (m) over one step, as the plugin does every frame.
+    let shift = |world: &mut SoftWorld, dx: f64| {
+        let pose = world.obstacles()[1].position() + Vec3::new(dx, 0.0, 0.0);
         let rotation = world.obstacles()[1].rotation();
         world
             .obstacle_mut(pusher)
             .unwrap()
             .move_to(pose, rotation, DT)
             .unwrap();
+    };
+    // Adding it far away wakes nothing either.
+    for _ in 0..30 {
+        shift(&mut world, 0.0);
         let report = world.step(DT).unwrap();
         assert!(report.woke.is_empty(), "a still obstacle woke the cube");
     }
@@ -197,13 +201,7 @@ fn a_moving_obstacle_wakes_what_it_reaches_and_a_still_one_does_not() {
     // Now it slides in at 1 m/s.
     let mut woke = false;
     for _ in 0..60 {
-        let pose = world.obstacles()[1].position() + Vec3::new(DT, 0.0, 0.0);
-        let rotation = world.obstacles()[1].rotation();
-        world
-            .obstacle_mut(pusher)
-            .unwrap()
-            .move_to(pose, rotation, DT)
-            .unwrap();
+        shift(&mut world, DT);
         woke |= world.step(DT).unwrap().woke.contains(&body);
     }
     assert!(woke, "the pushing box never woke the cube");

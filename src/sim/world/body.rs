@@ -244,7 +244,7 @@ impl SoftBody {
         self.still_for = 0.0;
         self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
         self.good_v.iter_mut().for_each(|v| *v = Vec3::zeros());
-        let (lo, hi) = super::sleeping::bounds_of(&self.x).unwrap_or_default();
+        let (lo, hi) = crate::sim::mesh::bounds(&self.x);
         self.sleep_bounds = (lo - Vec3::repeat(margin), hi + Vec3::repeat(margin));
     }
 

@@ -38,6 +38,7 @@ use super::body::SoftBody;
 use super::island::Island;
 use crate::sim::contact::Obstacle;
 use crate::sim::math::Vec3;
+use crate::sim::mesh::bounds;
 
 /// Settings of sleeping (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,15 +86,6 @@ fn padded(b: Bounds, pad: f64) -> Bounds {
 
 fn union(a: Bounds, b: Bounds) -> Bounds {
     (a.0.inf(&b.0), a.1.sup(&b.1))
-}
-
-/// Bounds of `x` (m), `None` when empty.
-pub(crate) fn bounds_of(x: &[Vec3]) -> Option<Bounds> {
-    let first = *x.first()?;
-    Some(
-        x.iter()
-            .fold((first, first), |(lo, hi), p| (lo.inf(p), hi.sup(p))),
-    )
 }
 
 /// An obstacle as the last wake pass saw it.
@@ -191,7 +183,7 @@ pub(crate) fn wake_touched(
             return None;
         }
         let hg = h * h * settings.gravity;
-        let now = bounds_of(&b.x)?;
+        let now = bounds(&b.x);
         let ahead = b.x.iter().zip(&b.v).fold(now, |(lo, hi), (p, v)| {
             let q = p + h * v + hg;
             (lo.inf(&q), hi.sup(&q))

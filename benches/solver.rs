@@ -293,7 +293,10 @@ fn main() {
         ));
         scenes.push(scene("cube_40k", TetMesh::cuboid(Vec3::repeat(0.5), 33), 8));
     }
-    println!("\nWhole steps, dropped on a floor, dt = 1/60 s, 10 PD iterations (medians, ms):");
+    println!(
+        "\nWhole steps, dropped on a floor, dt = 1/60 s, default settings (at most 10 PD \
+         iterations, stopping at a relative residual of 1e-3; medians, ms):"
+    );
     println!(
         "{:<14} {:>8} {:>8} {:>10} {:>8} {:>8} {:>9} {:>7} {:>4} {:>9} {:>11}",
         "scene",

@@ -45,6 +45,9 @@ pub struct DeformableDiagnostics {
     pub refactor_ms: f64,
     /// PD iterations, summed over bodies.
     pub pd_iterations: usize,
+    /// Largest relative residual of the PD iterations' last measured iterate (see
+    /// [`crate::sim::BodyStepStats::pd_residual`]).
+    pub pd_residual: f64,
     /// MPRGP iterations, summed over bodies.
     pub mprgp_iterations: usize,
     /// Share of MPRGP iterations that were CG steps.
@@ -94,6 +97,7 @@ impl DeformableDiagnostics {
         self.inverted_tets = r.inverted_tets;
         self.refactor_ms = ms(r.timings.refactor);
         self.pd_iterations = r.pd_iterations;
+        self.pd_residual = r.pd_residual;
         self.mprgp_iterations = r.mprgp_iterations;
         self.cg_share = r.cg_share();
         self.constraints = r.constraints;

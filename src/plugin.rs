@@ -68,8 +68,12 @@ pub struct DeformableConfig {
     pub gravity: Vec3,
     /// Substeps per fixed step. Default: 1.
     pub substeps: u32,
-    /// Projective Dynamics local/global iterations per substep. Default: 10.
+    /// The most Projective Dynamics local/global iterations per substep. Default: 10.
     pub pd_iterations: u32,
+    /// The iterations stop once the relative residual of the implicit step's optimality
+    /// condition is at most this (0: always run `pd_iterations`); see
+    /// [`WorldSettings::pd_tolerance`]. Default: 1e-3.
+    pub pd_tolerance: f32,
     /// Relative tolerance of the MPRGP contact solves (relative to the force that moves the
     /// bodies from their inertial prediction). Default: 1e-3.
     pub mprgp_tolerance: f32,
@@ -133,6 +137,7 @@ impl Default for DeformableConfig {
             gravity: to_bevy(&w.gravity),
             substeps: w.substeps as u32,
             pd_iterations: w.pd_iterations as u32,
+            pd_tolerance: w.pd_tolerance as f32,
             mprgp_tolerance: w.mprgp.tolerance as f32,
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
             contact_margin: w.contact_margin as f32,
@@ -185,6 +190,7 @@ impl DeformableConfig {
         };
         settings.substeps = (self.substeps as usize).clamp(1, sim::MAX_SUBSTEPS);
         settings.pd_iterations = (self.pd_iterations as usize).clamp(1, sim::MAX_PD_ITERATIONS);
+        settings.pd_tolerance = non_negative(self.pd_tolerance, d.pd_tolerance);
         settings.mprgp.tolerance = or_default(self.mprgp_tolerance, d.mprgp.tolerance);
         settings.mprgp.max_iterations = (self.mprgp_max_iterations as usize).max(1);
         settings.contact_margin = non_negative(self.contact_margin, d.contact_margin);

@@ -32,11 +32,13 @@ fn landed_cube(steps: usize) -> SoftWorld {
     world
 }
 
-/// One measured step of `world` with `iterations` PD iterations.
+/// One measured step of `world` with exactly `iterations` PD iterations (no tolerance to stop
+/// on).
 fn measured_step(world: &mut SoftWorld, iterations: usize) -> StepReport {
     let settings = world.settings_mut();
     settings.measure_residual = true;
     settings.pd_iterations = iterations;
+    settings.pd_tolerance = 0.0;
     world.step(DT).unwrap()
 }
 
@@ -153,4 +155,99 @@ fn a_cube_resting_far_from_the_origin_converges_as_well_as_at_it() {
         (height_far - height_at_origin).abs() < 1e-4,
         "rests at {height_far} m at 1 km, {height_at_origin} m at the origin"
     );
+}
+
+/// With `pd_tolerance`, an island stops at the first iterate whose residual (measured inside
+/// the iterations from the local step's right-hand sides) is within the tolerance; the
+/// independent measure after the iterations finds the same residual at that iterate.
+#[test]
+fn the_iterations_stop_on_the_tolerance_at_the_residual_measured_after_them() {
+    let mut world = landed_cube(0);
+    world.settings_mut().measure_residual = true;
+    let tolerance = world.settings().pd_tolerance;
+    assert!(tolerance > 0.0, "the default stops on a tolerance");
+    let mut stopped = 0;
+    for _ in 0..120 {
+        let report = world.step(DT).unwrap();
+        let body = world.bodies().next().unwrap();
+        let stats = *world.last_step_stats(body).unwrap();
+        let measured = report.residual.expect("measured");
+        if stats.pd_converged {
+            stopped += 1;
+            assert!(stats.pd_residual <= tolerance, "{stats:?}");
+            assert!(stats.pd_iterations < world.settings().pd_iterations);
+            assert!(
+                // Relative to the step's scale, rounding is about 1e-12 (in free fall).
+                (stats.pd_residual - measured).abs() <= 1e-6 * measured + 1e-10,
+                "in the iterations {:e}, measured after them {measured:e}",
+                stats.pd_residual
+            );
+        } else {
+            assert_eq!(stats.pd_iterations, world.settings().pd_iterations);
+        }
+    }
+    // The cube lands within the first half second and rests for the rest of the two seconds.
+    assert!(stopped > 60, "only {stopped} of 120 steps stopped early");
+}
+
+/// A step stopped on the tolerance ends as close to the implicit step's solution as ten plain
+/// iterations do: from the same state (the cube landed, 45 steps after the drop), the largest
+/// vertex distance to a step converged with 300 iterations and tight QPs.
+#[test]
+fn a_step_stopped_on_the_tolerance_is_as_close_to_the_solution_as_ten_iterations() {
+    let step = |iterations: usize, tolerance: f64, tight: bool| {
+        let mut world = landed_cube(45);
+        let settings = world.settings_mut();
+        settings.pd_iterations = iterations;
+        settings.pd_tolerance = tolerance;
+        if tight {
+            settings.mprgp.tolerance = 1e-11;
+            settings.mprgp.max_iterations = 5000;
+        }
+        let report = world.step(DT).unwrap();
+        let body = world.bodies().next().unwrap();
+        (
+            world.positions(body).unwrap().to_vec(),
+            report.pd_iterations,
+        )
+    };
+    let distance = |a: &[Vec3], b: &[Vec3]| {
+        a.iter()
+            .zip(b)
+            .map(|(p, q)| (p - q).norm())
+            .fold(0.0, f64::max)
+    };
+    let (solution, _) = step(300, 0.0, true);
+    let (plain, _) = step(10, 0.0, false);
+    let (stopped, iterations) = step(10, 1e-3, false);
+    let (e_plain, e_stopped) = (distance(&plain, &solution), distance(&stopped, &solution));
+    assert!(
+        iterations < 10,
+        "the landed cube converges early: {iterations}"
+    );
+    assert!(
+        e_stopped <= 1.5 * e_plain.max(1e-6),
+        "stopped after {iterations} iterations {e_stopped} m from the solution, 10 \
+         iterations {e_plain} m"
+    );
+}
+
+/// An undeformed body in free fall starts each step at the implicit step's solution: judged
+/// against its weight, one iteration suffices (against `grad Phi(y)`, which is rounding
+/// there, it never would).
+#[test]
+fn a_falling_undeformed_body_takes_one_iteration_per_step() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_body(
+            Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 3)),
+            SoftMaterial::RUBBER,
+            Vec3::new(0.0, 10.0, 0.0),
+        )
+        .unwrap();
+    for _ in 0..30 {
+        let report = world.step(DT).unwrap();
+        assert_eq!(report.pd_iterations, 1);
+        assert!(report.pd_residual < 1e-8, "{}", report.pd_residual);
+    }
 }

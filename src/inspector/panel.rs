@@ -298,7 +298,13 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
             p.fixed.set_timestep_hz(new_hz);
         }
         ui.add(egui::Slider::new(&mut c.substeps, 1..=8).text("substeps"));
-        ui.add(egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations"));
+        ui.add(egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations (most)"));
+        ui.add(
+            egui::Slider::new(&mut c.pd_tolerance, 0.0..=1e-1)
+                .logarithmic(true)
+                .smallest_positive(1e-6)
+                .text("PD tolerance (0: all iterations)"),
+        );
         egui::ComboBox::from_label("friction model")
             .selected_text(format!("{:?}", c.friction_model))
             .show_ui(ui, |ui| {
@@ -482,6 +488,10 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                     row(
                         "LCP regions (largest)",
                         format!("{} ({})", s.contact_regions, s.largest_region),
+                    );
+                    row(
+                        "PD its / residual",
+                        format!("{} / {:.1e}", s.pd_iterations, s.pd_residual),
                     );
                     row(
                         "MPRGP its / KKT res.",

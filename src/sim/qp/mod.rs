@@ -236,6 +236,11 @@ pub struct ContactForces {
 }
 
 impl ContactForces {
+    /// `A x - b` at the `x` of the last [`ContactForces::compute`].
+    pub fn gradient(&self) -> &[Vec3] {
+        &self.gradient
+    }
+
     /// Contact multipliers at `x` for rows active there (0 for inactive rows): per group, the
     /// least-squares `lambda >= 0` of `J_S' lambda = A x - b` on the active rows. At a feasible
     /// optimum `A x - b = J' lambda`; for rows built from unit normals, `lambda_j` is the normal

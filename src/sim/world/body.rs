@@ -37,6 +37,12 @@ pub(crate) struct Workspace {
     pub b: Vec<Vec3>,
     /// Unconstrained global solution over the free vertices.
     pub x_free: Vec<Vec3>,
+    /// The right-hand side of the previous PD iteration (N), for the iterate's residual.
+    pub b_prev: Vec<Vec3>,
+    /// The current iterate's residual, squared (N^2; see the step's `residual` module).
+    pub residual2: f64,
+    /// The step's residual scale, squared (N^2).
+    pub residual_scale2: f64,
     /// Obstacle contacts found speculatively at the start of the step.
     pub contacts: Vec<Contact>,
     pub proxy_positions: Vec<Vec3>,

@@ -48,8 +48,16 @@ pub struct WorldSettings {
     pub gravity: Vec3,
     /// Substeps per [`SoftWorld::step`] call. Default: 1.
     pub substeps: usize,
-    /// PD local/global iterations per substep. Default: 10.
+    /// The most PD local/global iterations per substep. Default: 10.
     pub pd_iterations: usize,
+    /// The PD iterations of an island stop once the relative residual of the implicit step's
+    /// optimality condition at the iterate is at most this (dimensionless, against the step's
+    /// `max(||grad Phi(y)||, ||M g||)`; measured at the cost of a pass over the vertices per
+    /// iteration, see [`BodyStepStats::pd_residual`]), and at the latest after
+    /// [`Self::pd_iterations`]. The contact QPs are then solved to a quarter of the residual
+    /// still left (at most [`Self::mprgp`]'s tolerance). 0 runs every iteration with the QPs
+    /// at [`Self::mprgp`]'s tolerance alone. Default: [`DEFAULT_PD_TOLERANCE`].
+    pub pd_tolerance: f64,
     /// MPRGP settings of the constrained global steps, which are solved about the bodies'
     /// inertial prediction (`Mprgp::solve_about`): the tolerance is relative to the force that
     /// moves them from there, the same wherever they are in the world. Default: tolerance
@@ -121,6 +129,7 @@ impl Default for WorldSettings {
             gravity: Vec3::new(0.0, -9.81, 0.0),
             substeps: 1,
             pd_iterations: 10,
+            pd_tolerance: DEFAULT_PD_TOLERANCE,
             mprgp: MprgpSettings {
                 tolerance: DEFAULT_MPRGP_TOLERANCE,
                 ..MprgpSettings::default()
@@ -154,6 +163,9 @@ impl Default for WorldSettings {
 /// it). 1e-3 keeps the iterations and does not lose accuracy anywhere.
 pub const DEFAULT_MPRGP_TOLERANCE: f64 = 1e-3;
 
+/// The default [`WorldSettings::pd_tolerance`].
+pub const DEFAULT_PD_TOLERANCE: f64 = 1e-3;
+
 /// The most substeps per [`SoftWorld::step`] accepted by [`WorldSettings::validate`].
 pub const MAX_SUBSTEPS: usize = 64;
 
@@ -167,7 +179,7 @@ impl WorldSettings {
     /// [`WorldError::InvalidSetting`] naming the first offending field: a non-finite gravity,
     /// `substeps` outside `1..=`[`MAX_SUBSTEPS`], `pd_iterations` outside
     /// `1..=`[`MAX_PD_ITERATIONS`], an MPRGP tolerance, gamma or iteration cap that is not
-    /// positive, a negative or non-finite margin, skin, depth limit, restitution threshold or
+    /// positive, a negative or non-finite PD tolerance, margin, skin, depth limit, restitution threshold or
     /// depenetration speed, a `max_speed` or `runaway_energy_factor` that is not positive, LCP
     /// tolerances that are negative or not finite, or settling or sleeping values that are
     /// negative or not finite.
@@ -198,6 +210,7 @@ impl WorldSettings {
             }
         }
         let non_negative = [
+            ("pd_tolerance", self.pd_tolerance),
             ("contact_margin", self.contact_margin),
             ("soft_contact_skin", self.soft_contact_skin),
             ("soft_depth_limit", self.soft_depth_limit),

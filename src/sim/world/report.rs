@@ -91,6 +91,14 @@ pub struct BodyStepStats {
     pub timings: PhaseTimings,
     /// PD local/global iterations run.
     pub pd_iterations: usize,
+    /// The relative residual of the last iterate the iterations measured, of the body's island
+    /// (see [`super::WorldSettings::pd_tolerance`]): the iterate they stopped at where they
+    /// reached the tolerance ([`Self::pd_converged`]), else the one before the last (whose own
+    /// residual only [`Self::residual`] measures).
+    pub pd_residual: f64,
+    /// Whether the iterations stopped on [`super::WorldSettings::pd_tolerance`] before
+    /// [`super::WorldSettings::pd_iterations`].
+    pub pd_converged: bool,
     /// MPRGP iterations over all constrained global steps.
     pub mprgp_iterations: usize,
     /// MPRGP CG steps among them.
@@ -128,6 +136,8 @@ pub struct StepReport {
     pub timings: PhaseTimings,
     /// PD iterations, summed over bodies.
     pub pd_iterations: usize,
+    /// The largest [`BodyStepStats::pd_residual`] over bodies and substeps.
+    pub pd_residual: f64,
     /// MPRGP iterations, summed over bodies.
     pub mprgp_iterations: usize,
     /// MPRGP CG steps, summed over bodies.
@@ -193,6 +203,7 @@ impl StepReport {
         }
         self.timings.add(&s.timings);
         self.pd_iterations += s.pd_iterations;
+        self.pd_residual = self.pd_residual.max(s.pd_residual);
         self.mprgp_iterations += s.mprgp_iterations;
         self.mprgp_cg_steps += s.mprgp_cg_steps;
         self.constraints += s.constraints;

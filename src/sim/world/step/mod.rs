@@ -143,7 +143,7 @@ pub(crate) fn substep(
     summary.islands = st.island_count;
     summary.largest_island = st.island_size.iter().copied().max().unwrap_or(0) as usize;
     if settings.measure_residual {
-        residual::measure_start(bodies, st);
+        residual::measure_start(bodies, st, settings);
     }
     iterate(bodies, obstacles, settings, h, st);
     if settings.measure_residual {
@@ -547,7 +547,26 @@ fn iterate(
     };
     let limit = settings.pd_iterations.max(1) + EXTRA_ITERATIONS;
     while islands.iter().any(Island::active) {
-        // Local steps and unconstrained solves, per body.
+        // Local steps and right-hand sides, per body, with the residual of the iterate.
+        {
+            let islands = &*islands;
+            bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+                let id = island_of[i];
+                if id == NO_ISLAND || !islands[id as usize].active() {
+                    return;
+                }
+                let island = &islands[id as usize];
+                let o = offset_of[i] as usize;
+                local_and_rhs(b, &island.kkt[o..], island.done == 0, settings);
+            });
+        }
+        // Whether each island's iterate is close enough to the step's solution to stop.
+        for island in islands.iter_mut() {
+            if island.active() {
+                island.check_convergence(bodies, settings);
+            }
+        }
+        // Unconstrained solves, per body.
         {
             let islands = &*islands;
             bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
@@ -556,7 +575,7 @@ fn iterate(
                     return;
                 }
                 let o = offset_of[i] as usize;
-                local_and_global(b, &islands[id as usize].force[o..]);
+                unconstrained_solve(b, &islands[id as usize].force[o..]);
             });
         }
         // Constrained global steps, per island.
@@ -619,6 +638,7 @@ fn iterate(
                 }
                 island.done += 1;
                 let added = island.redetect(shared, obstacles, settings, h);
+                island.added = added;
                 if added > 0 && island.done == island.iterations && island.iterations < limit {
                     island.iterations += 1;
                 }
@@ -663,6 +683,8 @@ fn iterate(
         for (k, &b) in island.members.iter().enumerate() {
             let stats = &mut bodies[b as usize].last_step.0;
             stats.pd_iterations = island.done;
+            stats.pd_residual = island.residual;
+            stats.pd_converged = island.converged;
             if k == 0 {
                 stats.mprgp_iterations = island.stats.mprgp_iterations;
                 stats.mprgp_cg_steps = island.stats.mprgp_cg_steps;
@@ -676,10 +698,10 @@ fn iterate(
     }
 }
 
-/// One PD iteration's per-body part: local step, right-hand side, and the unconstrained solve
-/// `A^-1 (b + J' lambda_prev)` (the contact forces of the last iteration spread the response
-/// through the body, so the QP starts next to its optimum).
-fn local_and_global(body: &mut SoftBody, force: &[Vec3]) {
+/// One PD iteration's first per-body part: the local step and right-hand side `b(x)` at the
+/// iterate `x`, and the iterate's residual into `ws.residual2` (see [`residual`]); on the step's
+/// first iteration (`x = y`) also the residual's scale into `ws.residual_scale2`.
+fn local_and_rhs(body: &mut SoftBody, kkt: &[Vec3], first: bool, settings: &WorldSettings) {
     let SoftBody {
         pd,
         x,
@@ -688,12 +710,40 @@ fn local_and_global(body: &mut SoftBody, force: &[Vec3]) {
         last_step,
         ..
     } = body;
-    let Some(pd) = pd.as_mut() else { return };
+    let Some(pd) = pd.as_ref() else { return };
     let t = Instant::now();
     pd.local_step_warm(x, &mut ws.contributions, &mut ws.frames);
     last_step.0.timings.local += t.elapsed();
     let t = Instant::now();
     pd.assemble_rhs(&ws.y, targets, &ws.contributions, &mut ws.b);
+    let n = ws.b.len();
+    ws.b_prev.resize(n, Vec3::zeros());
+    if first {
+        ws.residual_scale2 = residual::scale2(
+            pd,
+            x,
+            &ws.b,
+            &settings.gravity,
+            &mut ws.x_free,
+            &mut ws.b_prev,
+        );
+        ws.residual2 = ws.residual_scale2;
+    } else {
+        ws.residual2 = residual::iterate_residual2(&kkt[..n], &ws.b_prev, &ws.b);
+    }
+    ws.b_prev.copy_from_slice(&ws.b);
+    last_step.0.timings.global += t.elapsed();
+}
+
+/// One PD iteration's second per-body part: the unconstrained solve `A^-1 (b + J' lambda_prev)`
+/// (the contact forces of the last iteration spread the response through the body, so the QP
+/// starts next to its optimum).
+fn unconstrained_solve(body: &mut SoftBody, force: &[Vec3]) {
+    let SoftBody {
+        pd, ws, last_step, ..
+    } = body;
+    let Some(pd) = pd.as_mut() else { return };
+    let t = Instant::now();
     for (xf, (b, f)) in ws.x_free.iter_mut().zip(ws.b.iter().zip(force)) {
         *xf = b + f;
     }

@@ -1,5 +1,6 @@
-//! The convergence measure of the PD iterations ([`WorldSettings::measure_residual`]): the
-//! relative residual of the implicit step's optimality condition.
+//! The convergence measure of the PD iterations: the relative residual of the implicit step's
+//! optimality condition, which the iterations stop on ([`WorldSettings::pd_tolerance`]) and
+//! [`WorldSettings::measure_residual`] reports.
 //!
 //! One implicit Euler step with contact minimises the PD objective `Phi`
 //! ([`crate::sim::pd`]) subject to the contact rows; at its solution the gradient of `Phi` is
@@ -7,20 +8,35 @@
 //!
 //! `r(x) = grad Phi(x) - J' lambda - f = 0` (over the free vertices).
 //!
-//! The PD iterations (local step, then the constrained global step) approach that point; after
-//! the last one, `||r(x)||` with the multipliers and friction forces of the last constrained
-//! global step, over `||grad Phi(x_0)||` at the step's first iterate (the inertial prediction
-//! `y`, so the elastic and attachment forces there), is the relative residual reported in
-//! [`super::super::BodyStepStats::residual`] and [`super::super::StepReport::residual`].
+//! The residual is relative to the step's scale `max(||grad Phi(y)||, ||M g||)`: the gradient
+//! at the first iterate (the inertial prediction `y`, so the elastic and attachment forces
+//! there), or the body's weight where that is smaller (a body in free fall, undeformed, starts
+//! at its solution and `grad Phi(y)` is rounding; measured against it, rounding would never
+//! converge).
 //!
-//! Measuring costs one extra local step and one product with the global matrix per body at each
-//! end of the iterations, on scratch buffers: the simulation itself is the same with the
-//! measure on or off.
+//! **In the iterations.** `grad Phi(x) = A x - b(x)`, with `b(x)` the right-hand side of the
+//! local step at `x`. The iterate `x_k` is the constrained step's solution for `b_qp = b(x_{k-1})`
+//! plus the applied reactions and friction, so `A x_k - b_qp - J' lambda = kkt_k` is what the QP
+//! left (zero if solved exactly), and
+//!
+//! `r(x_k) = kkt_k + b(x_{k-1}) - b(x_k)`:
+//!
+//! the next iteration's local step, which computes `b(x_k)` anyway, yields the residual of
+//! `x_k` at the cost of one pass over the vertices. An island stops where its residual (summed
+//! over its members, against their summed scales) reaches the tolerance; that iteration's
+//! local step is then the only work spent on measuring.
+//!
+//! **Measured** ([`WorldSettings::measure_residual`]): after the last iteration, one extra local
+//! step and product with the global matrix per body, on scratch buffers, so the simulation is
+//! the same with the measure on or off; reported in [`super::super::BodyStepStats::residual`]
+//! and [`super::super::StepReport::residual`].
 
 use rayon::prelude::*;
 
 use super::StepState;
 use crate::sim::math::Vec3;
+use crate::sim::pd::PdSystem;
+use crate::sim::world::WorldSettings;
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::island::NO_ISLAND;
 
@@ -35,6 +51,44 @@ pub(crate) struct ResidualScratch {
     gradient: Vec<Vec3>,
     /// `||grad Phi||` at the step's first iterate (N).
     start: f64,
+}
+
+/// The squared residual scale `max(||grad Phi(y)||, ||M g||)^2` of a step (N^2), from the
+/// positions `y` (all vertices) and the right-hand side `b` there (free vertices);
+/// `positions` and `gradient` are scratch.
+pub(crate) fn scale2(
+    pd: &PdSystem,
+    y: &[Vec3],
+    b: &[Vec3],
+    gravity: &Vec3,
+    positions: &mut Vec<Vec3>,
+    gradient: &mut Vec<Vec3>,
+) -> f64 {
+    positions.clear();
+    positions.extend(pd.free_vertices().iter().map(|&v| y[v as usize]));
+    gradient.resize(b.len(), Vec3::zeros());
+    pd.gradient(positions, b, gradient);
+    norm(gradient).powi(2).max(weight2(pd, gravity))
+}
+
+/// `||M g||^2` over the free vertices (N^2).
+fn weight2(pd: &PdSystem, gravity: &Vec3) -> f64 {
+    let m = pd.masses();
+    pd.free_vertices()
+        .iter()
+        .map(|&v| m[v as usize].powi(2))
+        .sum::<f64>()
+        * gravity.norm_squared()
+}
+
+/// `||kkt + b_prev - b||^2` (N^2): the squared residual of an iterate from the QP's leftover
+/// `kkt` of the step that produced it, the right-hand side `b_prev` it was solved with, and
+/// the right-hand side `b` at it.
+pub(crate) fn iterate_residual2(kkt: &[Vec3], b_prev: &[Vec3], b: &[Vec3]) -> f64 {
+    kkt.iter()
+        .zip(b_prev.iter().zip(b))
+        .map(|(k, (p, b))| (k + p - b).norm_squared())
+        .sum()
 }
 
 /// `grad Phi` at the body's current positions into `scratch.gradient`.
@@ -62,14 +116,17 @@ fn norm(v: &[Vec3]) -> f64 {
     v.iter().map(Vec3::norm_squared).sum::<f64>().sqrt()
 }
 
-/// Before the iterations: `||grad Phi||` at each simulated body's first iterate.
-pub(super) fn measure_start(bodies: &mut [SoftBody], st: &StepState) {
+/// Before the iterations: the residual's scale at each simulated body's first iterate.
+pub(super) fn measure_start(bodies: &mut [SoftBody], st: &StepState, settings: &WorldSettings) {
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
         if st.island_of[i] == NO_ISLAND || b.is_static() {
             return;
         }
-        if gradient(b) {
-            b.ws.residual.start = norm(&b.ws.residual.gradient);
+        if gradient(b)
+            && let Some(pd) = b.pd.as_ref()
+        {
+            let g2 = norm(&b.ws.residual.gradient).powi(2);
+            b.ws.residual.start = g2.max(weight2(pd, &settings.gravity)).sqrt();
         }
     });
 }

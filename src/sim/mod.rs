@@ -23,6 +23,7 @@
 
 pub mod contact;
 pub mod embed;
+pub mod inverse_columns;
 pub mod lanes;
 pub(crate) mod lattice;
 pub mod local_step;

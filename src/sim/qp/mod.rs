@@ -16,6 +16,7 @@
 //! - [`pgs::DualPgs`] solves the dual LCP by projected Gauss-Seidel (the ICA-style baseline).
 //! - [`kkt_residual`] measures any candidate the same way, for tests and benchmarks.
 
+pub mod dense_lcp;
 pub mod groups;
 pub mod mprgp;
 pub mod pgs;
@@ -256,19 +257,30 @@ impl ContactForces {
         for (gi, bi) in self.gradient.iter_mut().zip(problem.b) {
             *gi -= bi;
         }
+        self.multipliers(problem.rows, x, out);
+    }
+
+    /// [`ContactForces::compute`] from `A x - b` already known (a solver's final gradient,
+    /// [`mprgp::Mprgp::final_gradient`]), which it keeps (see [`ContactForces::gradient`]).
+    pub fn compute_from_gradient(
+        &mut self,
+        rows: &[ConstraintRow],
+        x: &[Vec3],
+        gradient: &mut Vec<Vec3>,
+        out: &mut Vec<f64>,
+    ) {
+        std::mem::swap(&mut self.gradient, gradient);
+        self.multipliers(rows, x, out);
+    }
+
+    fn multipliers(&mut self, rows: &[ConstraintRow], x: &[Vec3], out: &mut Vec<f64>) {
         out.clear();
-        out.resize(problem.rows.len(), 0.0);
-        if self.groups.build(problem.rows, x.len()).is_err() {
+        out.resize(rows.len(), 0.0);
+        if self.groups.build(rows, x.len()).is_err() {
             return;
         }
-        mark_active(problem.rows, x, 1e-8, &mut self.active);
-        groups::multipliers_from_gradient(
-            problem.rows,
-            &self.groups,
-            &self.active,
-            &self.gradient,
-            out,
-        );
+        mark_active(rows, x, 1e-8, &mut self.active);
+        groups::multipliers_from_gradient(rows, &self.groups, &self.active, &self.gradient, out);
     }
 }
 

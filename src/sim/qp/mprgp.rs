@@ -112,6 +112,10 @@ pub struct Mprgp {
     /// The problem moved to an anchor ([`Mprgp::solve_about`]): its `b` and rows.
     shifted_b: Vec<Vec3>,
     shifted_rows: Vec<ConstraintRow>,
+    /// The last `||A||` estimate (scaled operator) and whether the next solve reuses it
+    /// ([`Mprgp::reuse_norm_estimate`]).
+    norm_estimate: Option<f64>,
+    reuse_norm: bool,
 }
 
 /// [`Mprgp::solve_about`] stops at the latest where the residual is this small relative to the
@@ -125,6 +129,26 @@ impl Mprgp {
             settings,
             ..Self::default()
         }
+    }
+
+    /// Whether the next solves reuse the last solve's `||A||` estimate instead of refining it
+    /// by [`MprgpSettings::power_iterations`] products with `A`: for a caller that solves
+    /// several QPs with the same matrix (the PD iterations of one step). The estimate only sets
+    /// the expansion step's length, which is halved while it would raise the objective.
+    pub fn reuse_norm_estimate(&mut self, reuse: bool) {
+        self.reuse_norm = reuse;
+    }
+
+    /// `A x - b` at the last solution (N for a PD step): the gradient the solver ended with,
+    /// in the original variables, without a product with `A`.
+    pub fn final_gradient(&self, out: &mut Vec<Vec3>) {
+        out.clear();
+        out.extend(
+            self.g
+                .iter()
+                .zip(&self.scale)
+                .map(|(g, s)| g.component_div(s)),
+        );
     }
 
     /// Solves the QP starting from `x` (any point; it is projected first) and writes the solution
@@ -162,18 +186,39 @@ impl Mprgp {
         anchor: &[Vec3],
         x: &mut [Vec3],
     ) -> Result<MprgpStats, QpError> {
+        self.solve_about_with(problem, anchor, None, x)
+    }
+
+    /// [`Mprgp::solve_about`] with `A anchor` given (for a caller that solves several QPs
+    /// about one anchor with one matrix).
+    ///
+    /// # Errors
+    /// As [`Mprgp::solve`].
+    pub fn solve_about_with<A: SpdOperator + ?Sized>(
+        &mut self,
+        problem: &QpProblem<'_, A>,
+        anchor: &[Vec3],
+        a_anchor: Option<&[Vec3]>,
+        x: &mut [Vec3],
+    ) -> Result<MprgpStats, QpError> {
         let n = problem.a.len();
-        if problem.b.len() != n || x.len() != n || anchor.len() != n {
+        let given = a_anchor.map_or(n, <[Vec3]>::len);
+        if problem.b.len() != n || x.len() != n || anchor.len() != n || given != n {
             return Err(QpError::Dimension {
                 operator: n,
-                vector: problem.b.len().min(x.len()).min(anchor.len()),
+                vector: problem.b.len().min(x.len()).min(anchor.len()).min(given),
             });
         }
         let mut b = std::mem::take(&mut self.shifted_b);
         let mut rows = std::mem::take(&mut self.shifted_rows);
         b.clear();
-        b.resize(n, Vec3::zeros());
-        problem.a.apply(anchor, &mut b);
+        match a_anchor {
+            Some(product) => b.extend_from_slice(product),
+            None => {
+                b.resize(n, Vec3::zeros());
+                problem.a.apply(anchor, &mut b);
+            }
+        }
         self.tmp.clear();
         self.tmp.resize(n, Vec3::zeros());
         problem.a.diagonal(&mut self.tmp);
@@ -370,12 +415,25 @@ impl Mprgp {
         if self.power.len() != n {
             self.power.clear();
             self.power.resize(n, Vec3::repeat(1.0));
+            self.norm_estimate = None;
         }
         Ok(())
     }
 
-    /// `||A||_2` of the scaled operator by a warm-started power iteration, with a 5 % margin.
+    /// `||A||_2` of the scaled operator by a warm-started power iteration, with a 5 % margin
+    /// (the last estimate where [`Mprgp::reuse_norm_estimate`] asks for it).
     fn estimate_norm<A: SpdOperator + ?Sized>(&mut self, a: &A) -> f64 {
+        if self.reuse_norm
+            && let Some(estimate) = self.norm_estimate
+        {
+            return estimate;
+        }
+        let estimate = self.power_iteration(a);
+        self.norm_estimate = Some(estimate);
+        estimate
+    }
+
+    fn power_iteration<A: SpdOperator + ?Sized>(&mut self, a: &A) -> f64 {
         let mut lambda = 0.0;
         let its = if self.power.iter().all(|v| *v == Vec3::repeat(1.0)) {
             self.settings.power_iterations.max(12)

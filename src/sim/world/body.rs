@@ -43,6 +43,9 @@ pub(crate) struct Workspace {
     pub residual2: f64,
     /// The step's residual scale, squared (N^2).
     pub residual_scale2: f64,
+    /// Cached columns of the body's `A^-1` at the vertices contacts touch, for the contact
+    /// QP in the contact subspace; reset whenever the system is refactored.
+    pub columns: crate::sim::inverse_columns::InverseColumns,
     /// Obstacle contacts found speculatively at the start of the step.
     pub contacts: Vec<Contact>,
     pub proxy_positions: Vec<Vec3>,

@@ -54,15 +54,20 @@ pub struct WorldSettings {
     /// optimality condition at the iterate is at most this (dimensionless, against the step's
     /// `max(||grad Phi(y)||, ||M g||)`; measured at the cost of a pass over the vertices per
     /// iteration, see [`BodyStepStats::pd_residual`]), and at the latest after
-    /// [`Self::pd_iterations`]. The contact QPs are then solved to a quarter of the residual
-    /// still left (at most [`Self::mprgp`]'s tolerance). 0 runs every iteration with the QPs
-    /// at [`Self::mprgp`]'s tolerance alone. Default: [`DEFAULT_PD_TOLERANCE`].
+    /// [`Self::pd_iterations`]. Contact QPs left to MPRGP are then solved to a quarter of the
+    /// residual still left (at most [`Self::mprgp`]'s tolerance). 0 runs every iteration with
+    /// those QPs at [`Self::mprgp`]'s tolerance alone. Default: [`DEFAULT_PD_TOLERANCE`].
     pub pd_tolerance: f64,
     /// MPRGP settings of the constrained global steps, which are solved about the bodies'
     /// inertial prediction (`Mprgp::solve_about`): the tolerance is relative to the force that
     /// moves them from there, the same wherever they are in the world. Default: tolerance
     /// [`DEFAULT_MPRGP_TOLERANCE`], 500 iterations.
     pub mprgp: MprgpSettings,
+    /// Solve each contact QP in the contact subspace, exactly, where the bodies' `A^-1`
+    /// columns at its vertices are cached (computed a few per iteration while the factor
+    /// stands, at most 16 MiB per body; see `sim::inverse_columns`), and by MPRGP otherwise.
+    /// Default: true.
+    pub contact_subspace: bool,
     /// Distance (m) below which a proxy near an obstacle already gets a (possibly inactive)
     /// constraint. Default: 0.01.
     pub contact_margin: f64,
@@ -134,6 +139,7 @@ impl Default for WorldSettings {
                 tolerance: DEFAULT_MPRGP_TOLERANCE,
                 ..MprgpSettings::default()
             },
+            contact_subspace: true,
             contact_margin: 0.01,
             max_speed: 100.0,
             runaway_energy_factor: 1000.0,

@@ -103,6 +103,9 @@ pub struct BodyStepStats {
     pub mprgp_iterations: usize,
     /// MPRGP CG steps among them.
     pub mprgp_cg_steps: usize,
+    /// Constrained global steps solved exactly in the contact subspace instead of by MPRGP
+    /// (see [`super::WorldSettings::contact_subspace`]).
+    pub subspace_solves: usize,
     /// Constraint rows at the end of the step.
     pub constraints: usize,
     /// Rows active at the solution.
@@ -142,6 +145,8 @@ pub struct StepReport {
     pub mprgp_iterations: usize,
     /// MPRGP CG steps, summed over bodies.
     pub mprgp_cg_steps: usize,
+    /// Constrained global steps solved in the contact subspace, summed over bodies.
+    pub subspace_solves: usize,
     /// Constraint rows, summed over bodies.
     pub constraints: usize,
     /// Active constraint rows at the solutions, summed over bodies.
@@ -206,6 +211,7 @@ impl StepReport {
         self.pd_residual = self.pd_residual.max(s.pd_residual);
         self.mprgp_iterations += s.mprgp_iterations;
         self.mprgp_cg_steps += s.mprgp_cg_steps;
+        self.subspace_solves += s.subspace_solves;
         self.constraints += s.constraints;
         self.active_constraints += s.active_constraints;
         self.kkt_residual = self.kkt_residual.max(s.kkt_residual);

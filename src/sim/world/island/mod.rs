@@ -8,21 +8,26 @@
 //! a body touching nothing is an island of one, which is exactly the single-body step. Islands
 //! are independent and solved in parallel; the local steps and prefactored solves stay per body.
 //!
-//! Rows are rebuilt from the island's contacts at every PD iteration, deepest first at the
-//! current iterate, through the [`RowDecoupler`]. A soft-soft row pairs the surface vertex with
-//! one corner of the triangle it touches (see [`Island::build_rows`]). Where the surface vertex
-//! is already taken (by an obstacle row, say) the row holds it at its position and constrains
+//! Rows are rebuilt from the island's contacts at every PD iteration, obstacle rows first, each
+//! kind deepest first at the current iterate, through the [`RowDecoupler`]. A soft-soft row
+//! pairs the surface vertex with one corner of the triangle it touches (see
+//! [`Island::build_rows`]). Where the surface vertex is already taken (by an obstacle row, say)
+//! the row holds it at its position and constrains
 //! the corner alone; the vertex's share of the row's force is applied to it as a force in the
 //! next iteration's QP (a lagged reaction), so contact forces stay equal and opposite. A vertex
 //! of a frozen body (or a pinned vertex) is a fixed term of the right-hand side: a frozen body is
 //! an immovable obstacle for the others. An edge-edge row pairs one free end of each edge and
-//! never holds; edge rows compete by depth with the others, and are frictionless (the vertex
-//! contacts around a crossing carry its friction).
+//! never holds; edge rows compete by depth with the other soft rows, and are frictionless (the
+//! vertex contacts around a crossing carry its friction).
+//!
+//! The QP itself is solved in the contact subspace where the members' `A^-1` columns of its
+//! vertices are cached ([`dual`]: exact, a dense LCP over the rows), else by MPRGP.
 //!
 //! Friction is a force of the same QP, iterated with the PD iterations
 //! ([`Island::update_friction`]); restitution a rebound force applied after them
 //! ([`Island::restitution_force`]).
 
+mod dual;
 mod friction;
 mod restitution;
 
@@ -115,6 +120,59 @@ impl IslandContact {
         out
     }
 
+    /// The vertices of body `body` the contact touches (with `colliders` that body's
+    /// collision points), in no order; repeats possible.
+    pub fn vertices_of<'a>(
+        &'a self,
+        body: u32,
+        colliders: &'a [crate::sim::embed::EmbeddedPoint],
+    ) -> impl Iterator<Item = u32> + 'a {
+        let (list, count): ([u32; 4], usize) = match self {
+            IslandContact::Obstacle { body: b, contact } if *b == body => {
+                let proxy = &colliders[contact.proxy as usize];
+                let mut out = ([0; 4], 0);
+                for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
+                    if w.abs() >= 1e-12 {
+                        out.0[out.1] = v;
+                        out.1 += 1;
+                    }
+                }
+                out
+            }
+            IslandContact::Soft(c) => {
+                let mut out = ([0; 4], 0);
+                if c.vertex_body == body {
+                    out.0[0] = c.vertex;
+                    out.1 = 1;
+                }
+                if c.triangle_body == body {
+                    for &v in &c.triangle_vertices {
+                        out.0[out.1] = v;
+                        out.1 += 1;
+                        if out.1 == 4 {
+                            break;
+                        }
+                    }
+                }
+                out
+            }
+            IslandContact::Edge(c) => {
+                let mut out = ([0; 4], 0);
+                if c.body_a == body {
+                    out.0[..2].copy_from_slice(&c.edge_a);
+                    out.1 = 2;
+                }
+                if c.body_b == body {
+                    out.0[out.1..out.1 + 2].copy_from_slice(&c.edge_b);
+                    out.1 += 2;
+                }
+                out
+            }
+            IslandContact::Obstacle { .. } => ([0; 4], 0),
+        };
+        list.into_iter().take(count)
+    }
+
     /// The contact's identity across steps, or `None` for an edge-edge contact (frictionless,
     /// so it has no friction to carry).
     pub fn key(&self) -> Option<ContactKey> {
@@ -200,6 +258,8 @@ pub(crate) struct IslandStats {
     pub active: usize,
     pub mprgp_time: Duration,
     pub detect_time: Duration,
+    /// Constrained steps solved in the contact subspace ([`dual`]) instead of by MPRGP.
+    pub subspace_solves: usize,
 }
 
 /// One island's QP data, reused from step to step.
@@ -288,6 +348,22 @@ pub(crate) struct Island {
     x_alt: Vec<Vec3>,
     /// Per unknown: the inertial prediction `y`, about which the contact QP is solved.
     anchor: Vec<Vec3>,
+    /// `A y`, and whether it and the MPRGP's `||A||` estimate are set for this step.
+    a_anchor: Vec<Vec3>,
+    step_products: bool,
+    /// Per unknown: the index in [`Island::members`] of its body.
+    unknown_member: Vec<u32>,
+    /// `J' lambda` of the last constrained step, per unknown it touches (N): the contact force
+    /// the next unconstrained solve includes.
+    row_force: Vec<(u32, Vec3)>,
+    /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
+    lambda_prev: Vec<f64>,
+    /// Scratch of the contact-subspace solve ([`dual`]).
+    dual_s: Vec<f64>,
+    dual_q: Vec<f64>,
+    dual_delta: Vec<Vec3>,
+    dual_touched: Vec<u32>,
+    dual_lcp: crate::sim::qp::dense_lcp::DenseLcp,
     gradient: Vec<Vec3>,
     mprgp: Mprgp,
     forces: ContactForces,
@@ -377,6 +453,14 @@ impl Island {
         self.b.resize(self.unknowns, Vec3::zeros());
         self.x_alt.resize(self.unknowns, Vec3::zeros());
         self.anchor.resize(self.unknowns, Vec3::zeros());
+        self.a_anchor.resize(self.unknowns, Vec3::zeros());
+        self.step_products = false;
+        self.unknown_member.clear();
+        for (k, &b) in self.members.iter().enumerate() {
+            let n = bodies[b as usize].free_count();
+            self.unknown_member.extend(std::iter::repeat_n(k as u32, n));
+        }
+        self.row_force.clear();
         self.kkt.clear();
         self.kkt.resize(self.unknowns, Vec3::zeros());
         self.residual_scale2 = 0.0;
@@ -498,16 +582,30 @@ impl Island {
             let v = self.violation(i, bodies, skin);
             self.order.push((v, i as u32));
         }
-        // Deepest first, edge rows among the others. Edge rows not violated used to come after
-        // every other row, taking only vertices no vertex row needed: at a stack's overhang,
-        // where the creases of two cubes cross between the vertices of their touching faces,
-        // the face rows then took the creases' vertices first, and under a hard impact the
-        // creases crossed by a fraction of a millimetre (a sleeping three-cube stack hit by a
-        // ball, `tests/sim_sleeping.rs`: 9 of 24 runs with starts moved by 1e-9 m, 22 of 24
-        // with the PD tolerance; by depth alone 0 of 24 either way). The smaller gap edge rows keep ([`EDGE_SKIN_SHARE`]) still puts the
-        // vertex rows of faces resting on faces first.
-        self.order
-            .sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Obstacle rows first, then the soft rows, each deepest first. An obstacle row is the
+        // only thing that keeps a vertex out of an immovable obstacle, while a soft row whose
+        // vertex is taken holds it and constrains the other body's corner alone: ranked by
+        // depth among the soft rows, a vertex pressed by a neighbour into a wall could lose its
+        // wall row and end outside (a pile poured into a bucket, `tests/sim_contacts.rs`:
+        // 1.1-1.7 mm through a wall or the floor; obstacle rows first: none).
+        //
+        // Edge rows compete by depth with the vertex-triangle rows. They used to come after
+        // every other row unless violated, taking only vertices no vertex row needed: at a
+        // stack's overhang, where the creases of two cubes cross between the vertices of their
+        // touching faces, the face rows then took the creases' vertices first, and under a
+        // hard impact the creases crossed by a fraction of a millimetre (a sleeping
+        // three-cube stack hit by a ball, `tests/sim_sleeping.rs`: 9 of 24 runs with starts
+        // moved by 1e-9 m, 22 of 24 with the PD tolerance; by depth, 0 of 24 either way). The
+        // smaller gap edge rows keep ([`EDGE_SKIN_SHARE`]) still puts the vertex rows of faces
+        // resting on faces first.
+        let contacts = &self.contacts;
+        let soft = |i: u32| !matches!(contacts[i as usize], IslandContact::Obstacle { .. });
+        self.order.sort_unstable_by(|a, b| {
+            soft(a.1)
+                .cmp(&soft(b.1))
+                .then(b.0.total_cmp(&a.0))
+                .then(a.1.cmp(&b.1))
+        });
         self.decoupler.reset(self.unknowns);
         self.rows.clear();
         self.row_contact.clear();
@@ -728,6 +826,8 @@ impl Island {
         {
             *q = b + r + f;
         }
+        self.lambda_prev.clear();
+        self.lambda_prev.extend_from_slice(&self.lambda);
         self.lambda.iter_mut().for_each(|l| *l = 0.0);
         if self.rows.is_empty() {
             // The unconstrained solution solved with the last iteration's forces, which no row
@@ -744,9 +844,85 @@ impl Island {
                 .iter_mut()
                 .for_each(|f| *f = Vec3::zeros());
             self.groups.clear();
+            self.row_force.clear();
             self.stats.mprgp_time += t.elapsed();
             return Ok(());
         }
+        let subspace = if settings.contact_subspace {
+            self.solve_in_contact_subspace(bodies, layout)
+        } else {
+            None
+        };
+        if subspace.is_some() {
+            self.stats.subspace_solves += 1;
+            self.stats.kkt_residual = 0.0;
+            self.stats.active = self.row_lambda.iter().filter(|&&l| l > 0.0).count();
+        } else {
+            self.solve_by_mprgp(bodies, layout, settings)?;
+        }
+        for (j, row) in self.rows.iter().enumerate() {
+            let l = self.row_lambda[j];
+            self.lambda[self.row_contact[j] as usize] = l;
+            if l > 0.0 {
+                row.add_scaled(l, &mut self.force);
+            }
+        }
+        self.row_force.clear();
+        for (row, &l) in self.rows.iter().zip(&self.row_lambda) {
+            if l > 0.0 {
+                self.row_force
+                    .extend(row.entries().map(|(u, c)| (u as u32, l * c)));
+            }
+        }
+        if subspace.is_some() {
+            // Solved exactly: no stationarity error left.
+            self.kkt.iter_mut().for_each(|k| *k = Vec3::zeros());
+        } else {
+            for (k, (g, f)) in self
+                .kkt
+                .iter_mut()
+                .zip(self.forces.gradient().iter().zip(&self.force))
+            {
+                *k = g - f;
+            }
+        }
+        if settings.energy_audit || settings.measure_residual {
+            // What this QP solved with: its rows' forces plus the applied reactions and
+            // friction (`b_qp - b`), before the friction update replaces them.
+            self.audit_forces.clear();
+            self.audit_forces.extend((0..self.unknowns).map(|u| {
+                let friction = self.friction_force[u];
+                let applied = self.b_qp[u] - self.b[u];
+                (self.force[u] + applied - friction, friction)
+            }));
+        }
+        for &(j, d, coeff) in &self.held {
+            let l = self.row_lambda[j as usize];
+            if l > 0.0 {
+                self.reaction[d as usize] += l * coeff;
+            }
+        }
+        self.update_friction(id, bodies, obstacles, layout, settings, h);
+        for (f, (r, fr)) in self
+            .force
+            .iter_mut()
+            .zip(self.reaction.iter().zip(&self.friction_force))
+        {
+            *f += r + fr;
+        }
+        self.stats.mprgp_time += t.elapsed();
+        Ok(())
+    }
+
+    /// The constrained step by MPRGP, from [`Island::x`] holding `x_free`: the solution into
+    /// `x`, the rows' multipliers into `row_lambda`, `A x - b_qp` into the contact-force
+    /// buffers' gradient.
+    fn solve_by_mprgp(
+        &mut self,
+        bodies: &[SoftBody],
+        layout: Layout<'_>,
+        settings: &WorldSettings,
+    ) -> Result<(), FreezeReason> {
         let matrix = IslandMatrix {
             bodies,
             members: &self.members,
@@ -787,55 +963,29 @@ impl Island {
             rows: &self.rows,
         };
         // About the inertial prediction, so that the QP's tolerance is relative to the forces
-        // that move the bodies, not to where they are (see `Mprgp::solve_about`).
+        // that move the bodies, not to where they are (see `Mprgp::solve_about`). The matrix
+        // and the prediction are the same for every QP of the step: `A y` and the estimate of
+        // `||A||` come from its first.
+        if !self.step_products {
+            matrix.apply(&self.anchor, &mut self.a_anchor);
+        }
+        self.mprgp.reuse_norm_estimate(self.step_products);
         let qp = self
             .mprgp
-            .solve_about(&problem, &self.anchor, &mut self.x)
+            .solve_about_with(&problem, &self.anchor, Some(&self.a_anchor), &mut self.x)
             .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
-        self.forces.compute(&problem, &self.x, &mut self.row_lambda);
-        for (j, row) in self.rows.iter().enumerate() {
-            let l = self.row_lambda[j];
-            self.lambda[self.row_contact[j] as usize] = l;
-            if l > 0.0 {
-                row.add_scaled(l, &mut self.force);
-            }
-        }
-        for (k, (g, f)) in self
-            .kkt
-            .iter_mut()
-            .zip(self.forces.gradient().iter().zip(&self.force))
-        {
-            *k = g - f;
-        }
-        if settings.energy_audit || settings.measure_residual {
-            // What this QP solved with: its rows' forces plus the applied reactions and
-            // friction (`b_qp - b`), before the friction update replaces them.
-            self.audit_forces.clear();
-            self.audit_forces.extend((0..self.unknowns).map(|u| {
-                let friction = self.friction_force[u];
-                let applied = self.b_qp[u] - self.b[u];
-                (self.force[u] + applied - friction, friction)
-            }));
-        }
-        for &(j, d, coeff) in &self.held {
-            let l = self.row_lambda[j as usize];
-            if l > 0.0 {
-                self.reaction[d as usize] += l * coeff;
-            }
-        }
-        self.update_friction(id, bodies, obstacles, layout, settings, h);
-        for (f, (r, fr)) in self
-            .force
-            .iter_mut()
-            .zip(self.reaction.iter().zip(&self.friction_force))
-        {
-            *f += r + fr;
-        }
+        self.step_products = true;
+        self.mprgp.final_gradient(&mut self.gradient);
+        self.forces.compute_from_gradient(
+            &self.rows,
+            &self.x,
+            &mut self.gradient,
+            &mut self.row_lambda,
+        );
         self.stats.mprgp_iterations += qp.iterations;
         self.stats.mprgp_cg_steps += qp.cg_steps;
         self.stats.kkt_residual = qp.relative_residual;
         self.stats.active = qp.active;
-        self.stats.mprgp_time += t.elapsed();
         Ok(())
     }
 

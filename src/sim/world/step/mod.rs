@@ -284,7 +284,11 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     }
     let t = Instant::now();
     match body.ensure_system(h) {
-        Ok(true) => body.last_refactor = Some(t.elapsed()),
+        Ok(true) => {
+            body.last_refactor = Some(t.elapsed());
+            let n = body.free_count();
+            body.ws.columns.reset(n, COLUMN_MEMORY_BYTES);
+        }
         Ok(false) => {}
         Err(reason) => {
             body.freeze(reason);
@@ -307,6 +311,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         ..
     } = body;
     let Some(pd) = pd.as_ref() else { return };
+    ws.columns.next_step();
     if settings.energy_audit {
         let m = pd.masses();
         stats.energy = Some(EnergyAudit {
@@ -558,6 +563,9 @@ fn iterate(
                 let island = &islands[id as usize];
                 let o = offset_of[i] as usize;
                 local_and_rhs(b, &island.kkt[o..], island.done == 0, settings);
+                if settings.contact_subspace {
+                    cache_columns(b, i as u32, &island.contacts);
+                }
             });
         }
         // Whether each island's iterate is close enough to the step's solution to stop.
@@ -688,6 +696,7 @@ fn iterate(
             if k == 0 {
                 stats.mprgp_iterations = island.stats.mprgp_iterations;
                 stats.mprgp_cg_steps = island.stats.mprgp_cg_steps;
+                stats.subspace_solves = island.stats.subspace_solves;
                 stats.kkt_residual = island.stats.kkt_residual;
                 stats.active_constraints = island.stats.active;
                 stats.constraints = island.contacts.len();
@@ -733,6 +742,35 @@ fn local_and_rhs(body: &mut SoftBody, kkt: &[Vec3], first: bool, settings: &Worl
     }
     ws.b_prev.copy_from_slice(&ws.b);
     last_step.0.timings.global += t.elapsed();
+}
+
+/// Most bytes of `A^-1` columns a body keeps ([`crate::sim::inverse_columns`]): 16 MiB, all
+/// of a body's columns up to 1,448 free vertices, 196 at 10,648.
+const COLUMN_MEMORY_BYTES: usize = 16 << 20;
+
+/// Scalar solves a body may spend on new columns per PD iteration, as a multiple of its free
+/// vertices: `COLUMN_SOLVE_VERTICES / n` (at least 2), so that the columns cost about as much
+/// as two of the iteration's three-coordinate solves where `n` is 1,000 (and less where the
+/// body is larger: there the contact subspace pays less).
+const COLUMN_SOLVE_VERTICES: usize = 6_000;
+
+/// Makes sure body `index` has the `A^-1` columns of the vertices its island's contacts touch,
+/// within its budget per iteration (the island solves by MPRGP until they are all there).
+fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
+    let SoftBody {
+        pd, ws, colliders, ..
+    } = body;
+    let Some(pd) = pd.as_ref() else { return };
+    let mut budget = (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2);
+    let dof = pd.dof_map();
+    for contact in contacts {
+        for v in contact.vertices_of(index, colliders) {
+            let d = dof[v as usize];
+            if d != crate::sim::pd::PINNED {
+                ws.columns.ensure(pd, d, &mut budget);
+            }
+        }
+    }
 }
 
 /// One PD iteration's second per-body part: the unconstrained solve `A^-1 (b + J' lambda_prev)`

@@ -1,0 +1,208 @@
+//! Columns of the inverse of a body's PD matrix, cached per free vertex: the response of the
+//! whole body to a unit force on one vertex, `A^-1 e_v` (m/N; the same for x, y and z, since
+//! `A` acts alike on the three coordinates).
+//!
+//! With the columns of the vertices a contact QP touches, the QP can be solved in the contact
+//! subspace, through the Schur complement `S = J A^-1 J'` of the prefactored system
+//! (`../shared/papers/pd-localized-collisions-schur.txt`, section 4, where the collision-prone
+//! vertices are fixed in advance and eliminated by a partial factorization; here they are the
+//! vertices contacts touch, found at run time, and their columns come from the existing
+//! factor, one scalar solve each). The matrix is constant while the body's material, pins and
+//! time step are, so a column stays valid across steps until the factor changes
+//! ([`InverseColumns::reset`]). Memory is bounded ([`InverseColumns::new`]); when full, the
+//! least recently used column not used in the current step is replaced.
+
+use super::pd::PdSystem;
+use super::sparse::SolveScratch;
+
+/// No slot.
+const NONE: u32 = u32::MAX;
+
+/// The cached columns of one body's `A^-1`.
+#[derive(Debug, Default)]
+pub struct InverseColumns {
+    /// Free vertices of the body (the length of a column).
+    n: usize,
+    /// Most columns held.
+    capacity: usize,
+    /// Per free vertex: its slot, or [`NONE`].
+    slot_of: Vec<u32>,
+    /// Per slot: its free vertex.
+    vertex_of: Vec<u32>,
+    /// Per slot: the stamp of the step that last used it.
+    used: Vec<u64>,
+    /// The columns, slot after slot.
+    values: Vec<f64>,
+    /// The current step's stamp.
+    stamp: u64,
+    scratch: SolveScratch,
+}
+
+impl InverseColumns {
+    /// An empty cache for a body with `n` free vertices, holding at most as many columns as
+    /// fit in `memory_bytes` (and at most `n`).
+    pub fn new(n: usize, memory_bytes: usize) -> Self {
+        let mut columns = Self::default();
+        columns.reset(n, memory_bytes);
+        columns
+    }
+
+    /// Forgets every column (the factor changed) and sizes the cache for `n` free vertices.
+    pub fn reset(&mut self, n: usize, memory_bytes: usize) {
+        self.n = n;
+        self.capacity = (memory_bytes / (8 * n.max(1))).min(n);
+        self.slot_of.clear();
+        self.slot_of.resize(n, NONE);
+        self.vertex_of.clear();
+        self.used.clear();
+        self.values.clear();
+    }
+
+    /// Starts a new step: columns used from now on are kept over those used before.
+    pub fn next_step(&mut self) {
+        self.stamp += 1;
+    }
+
+    /// Most columns the cache holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Columns held.
+    pub fn len(&self) -> usize {
+        self.vertex_of.len()
+    }
+
+    /// Whether no column is held.
+    pub fn is_empty(&self) -> bool {
+        self.vertex_of.is_empty()
+    }
+
+    /// The column of free vertex `d`, if cached.
+    pub fn column(&self, d: u32) -> Option<&[f64]> {
+        let slot = *self.slot_of.get(d as usize)?;
+        (slot != NONE).then(|| {
+            let s = slot as usize * self.n;
+            &self.values[s..s + self.n]
+        })
+    }
+
+    /// Makes sure the column of free vertex `d` is cached, computing it with one scalar solve
+    /// through `pd`'s factor (which must be the one the cache was reset for) if it is not and
+    /// `budget` allows (decremented per solve). Returns whether the column is cached.
+    pub fn ensure(&mut self, pd: &PdSystem, d: u32, budget: &mut usize) -> bool {
+        let Some(&slot) = self.slot_of.get(d as usize) else {
+            return false;
+        };
+        if slot != NONE {
+            self.used[slot as usize] = self.stamp;
+            return true;
+        }
+        if *budget == 0 || self.capacity == 0 {
+            return false;
+        }
+        let slot = if self.vertex_of.len() < self.capacity {
+            self.vertex_of.push(d);
+            self.used.push(self.stamp);
+            self.values.resize(self.values.len() + self.n, 0.0);
+            self.vertex_of.len() - 1
+        } else {
+            // The least recently used slot, unless it is in use in this step.
+            let Some((oldest, _)) = self
+                .used
+                .iter()
+                .enumerate()
+                .filter(|&(_, &u)| u != self.stamp)
+                .min_by_key(|&(s, &u)| (u, s))
+            else {
+                return false;
+            };
+            self.slot_of[self.vertex_of[oldest] as usize] = NONE;
+            self.vertex_of[oldest] = d;
+            self.used[oldest] = self.stamp;
+            oldest
+        };
+        *budget -= 1;
+        self.slot_of[d as usize] = slot as u32;
+        let column = &mut self.values[slot * self.n..(slot + 1) * self.n];
+        column.iter_mut().for_each(|c| *c = 0.0);
+        column[d as usize] = 1.0;
+        pd.solve_scalar_with(column, &mut self.scratch);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::material::SoftMaterial;
+    use crate::sim::math::Vec3;
+    use crate::sim::mesh::TetMesh;
+    use crate::sim::pd::PdSetup;
+
+    fn system() -> PdSystem {
+        let mesh = TetMesh::cuboid(Vec3::repeat(0.1), 3);
+        let pinned: Vec<bool> = (0..mesh.vertex_count()).map(|v| v == 0 || v == 5).collect();
+        PdSystem::new(
+            &mesh,
+            PdSetup {
+                material: &SoftMaterial::RUBBER,
+                dt: 1.0 / 60.0,
+                pinned: &pinned,
+                attach_stiffness: &[],
+                spring: None,
+            },
+        )
+        .unwrap()
+    }
+
+    /// A column times the matrix is the unit vector it was solved for.
+    #[test]
+    fn a_column_solves_a_unit_force() {
+        let pd = system();
+        let n = pd.free_vertices().len();
+        let mut columns = InverseColumns::new(n, 1 << 20);
+        let mut budget = 10;
+        for d in [0u32, 7, n as u32 - 1] {
+            assert!(columns.ensure(&pd, d, &mut budget));
+            let column = columns.column(d).unwrap();
+            let x: Vec<Vec3> = column.iter().map(|&c| Vec3::new(c, 0.0, 0.0)).collect();
+            let mut ax = vec![Vec3::zeros(); n];
+            pd.matrix().mul_vec3(&x, &mut ax);
+            for (i, v) in ax.iter().enumerate() {
+                let expected = if i == d as usize { 1.0 } else { 0.0 };
+                assert!((v.x - expected).abs() < 1e-9, "{d} {i}: {}", v.x);
+            }
+        }
+        assert_eq!(budget, 7);
+    }
+
+    /// The budget bounds the solves; a full cache replaces the least recently used column that
+    /// the current step has not used, and never one it has.
+    #[test]
+    fn the_cache_keeps_within_its_budget_and_capacity() {
+        let pd = system();
+        let n = pd.free_vertices().len();
+        let mut columns = InverseColumns::new(n, 2 * 8 * n);
+        assert_eq!(columns.capacity(), 2);
+        let mut budget = 1;
+        assert!(columns.ensure(&pd, 1, &mut budget));
+        assert!(!columns.ensure(&pd, 2, &mut budget), "over budget");
+        assert!(columns.ensure(&pd, 1, &mut budget), "cached: no solve");
+        let mut budget = 10;
+        assert!(columns.ensure(&pd, 2, &mut budget));
+        assert!(
+            !columns.ensure(&pd, 3, &mut budget),
+            "both used in this step"
+        );
+        columns.next_step();
+        assert!(columns.ensure(&pd, 2, &mut budget));
+        assert!(columns.ensure(&pd, 3, &mut budget), "replaces vertex 1");
+        assert!(columns.column(1).is_none());
+        assert!(columns.column(2).is_some() && columns.column(3).is_some());
+        assert_eq!(columns.len(), 2);
+        columns.reset(n, 0);
+        assert!(columns.is_empty());
+        assert!(!columns.ensure(&pd, 2, &mut budget), "no room at all");
+    }
+}

@@ -50,6 +50,8 @@ pub struct DeformableDiagnostics {
     pub pd_residual: f64,
     /// MPRGP iterations, summed over bodies.
     pub mprgp_iterations: usize,
+    /// Contact QPs solved in the contact subspace instead of by MPRGP.
+    pub subspace_solves: usize,
     /// Share of MPRGP iterations that were CG steps.
     pub cg_share: f64,
     /// Contact constraints.
@@ -100,6 +102,7 @@ impl DeformableDiagnostics {
         self.pd_residual = r.pd_residual;
         self.mprgp_iterations = r.mprgp_iterations;
         self.cg_share = r.cg_share();
+        self.subspace_solves = r.subspace_solves;
         self.constraints = r.constraints;
         self.active_constraints = r.active_constraints;
         self.kkt_residual = r.kkt_residual;

@@ -74,6 +74,9 @@ pub struct DeformableConfig {
     /// condition is at most this (0: always run `pd_iterations`); see
     /// [`WorldSettings::pd_tolerance`]. Default: 1e-3.
     pub pd_tolerance: f32,
+    /// Solve contact QPs exactly in the contact subspace where the bodies' cached `A^-1`
+    /// columns allow (see [`WorldSettings::contact_subspace`]), else by MPRGP. Default: true.
+    pub contact_subspace: bool,
     /// Relative tolerance of the MPRGP contact solves (relative to the force that moves the
     /// bodies from their inertial prediction). Default: 1e-3.
     pub mprgp_tolerance: f32,
@@ -138,6 +141,7 @@ impl Default for DeformableConfig {
             substeps: w.substeps as u32,
             pd_iterations: w.pd_iterations as u32,
             pd_tolerance: w.pd_tolerance as f32,
+            contact_subspace: w.contact_subspace,
             mprgp_tolerance: w.mprgp.tolerance as f32,
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
             contact_margin: w.contact_margin as f32,
@@ -191,6 +195,7 @@ impl DeformableConfig {
         settings.substeps = (self.substeps as usize).clamp(1, sim::MAX_SUBSTEPS);
         settings.pd_iterations = (self.pd_iterations as usize).clamp(1, sim::MAX_PD_ITERATIONS);
         settings.pd_tolerance = non_negative(self.pd_tolerance, d.pd_tolerance);
+        settings.contact_subspace = self.contact_subspace;
         settings.mprgp.tolerance = or_default(self.mprgp_tolerance, d.mprgp.tolerance);
         settings.mprgp.max_iterations = (self.mprgp_max_iterations as usize).max(1);
         settings.contact_margin = non_negative(self.contact_margin, d.contact_margin);

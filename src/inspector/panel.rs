@@ -311,6 +311,10 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
                 ui.selectable_value(&mut c.friction_model, FrictionModel::Cone, "Cone");
                 ui.selectable_value(&mut c.friction_model, FrictionModel::Pyramid, "Pyramid");
             });
+        ui.checkbox(
+            &mut c.contact_subspace,
+            "contact QP in the contact subspace",
+        );
         ui.checkbox(&mut c.separate_regions, "LCP by contact region");
         ui.checkbox(&mut c.soft_contacts, "soft-soft contacts");
         ui.checkbox(&mut c.self_collision, "self-collision");
@@ -497,6 +501,7 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                         "MPRGP its / KKT res.",
                         format!("{} / {:.1e}", s.mprgp_iterations, s.kkt_residual),
                     );
+                    row("QPs in contact subspace", format!("{}", s.subspace_solves));
                     row(
                         "LCP its / residual",
                         format!("{} / {:.1e} m/s", s.lcp_iterations, s.lcp_residual),

@@ -2,8 +2,9 @@
 //! contact rows, through the cached columns of the members' `A^-1`
 //! ([`crate::sim::inverse_columns`]).
 //!
-//! The iterate's unconstrained solution `x_free = A^-1 (b_qp + g)` already holds the last
-//! iteration's contact forces `g = J_prev' lambda_prev` (see [`Island::solve`]). The QP's
+//! The iterate's unconstrained solution is `x_free = A^-1 (b_qp + g)`, where `g` is the last
+//! iteration's contact forces `J_prev' lambda_prev` after an MPRGP solve (its warm start, see
+//! [`Island::solve`]) and zero after a solve in the subspace ([`Island::rows_in_free`]). The QP's
 //! solution is `x = A^-1 (b_qp + J' lambda)`, so
 //!
 //! `x = x_free + A^-1 (J' lambda - g)`, and the rows ask

@@ -356,6 +356,13 @@ pub(crate) struct Island {
     /// `J' lambda` of the last constrained step, per unknown it touches (N): the contact force
     /// the next unconstrained solve includes.
     row_force: Vec<(u32, Vec3)>,
+    /// Whether the next unconstrained solve includes the last constrained step's contact
+    /// forces ([`Island::force`]) or only the reactions and friction ([`Island::applied`]):
+    /// after a solve in the contact subspace, which needs no warm start, it leaves them out.
+    pub rows_in_free: bool,
+    /// The reactions and friction forces per unknown (N), for an unconstrained solve without
+    /// the contact forces.
+    pub applied: Vec<Vec3>,
     /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
     lambda_prev: Vec<f64>,
     /// Scratch of the contact-subspace solve ([`dual`]).
@@ -461,6 +468,9 @@ impl Island {
             self.unknown_member.extend(std::iter::repeat_n(k as u32, n));
         }
         self.row_force.clear();
+        self.rows_in_free = true;
+        self.applied.clear();
+        self.applied.resize(self.unknowns, Vec3::zeros());
         self.kkt.clear();
         self.kkt.resize(self.unknowns, Vec3::zeros());
         self.residual_scale2 = 0.0;
@@ -845,6 +855,7 @@ impl Island {
                 .for_each(|f| *f = Vec3::zeros());
             self.groups.clear();
             self.row_force.clear();
+            self.rows_in_free = true;
             self.stats.mprgp_time += t.elapsed();
             return Ok(());
         }
@@ -909,6 +920,17 @@ impl Island {
             .zip(self.reaction.iter().zip(&self.friction_force))
         {
             *f += r + fr;
+        }
+        self.rows_in_free = subspace.is_none();
+        if !self.rows_in_free {
+            for (a, (r, fr)) in self
+                .applied
+                .iter_mut()
+                .zip(self.reaction.iter().zip(&self.friction_force))
+            {
+                *a = r + fr;
+            }
+            self.row_force.clear();
         }
         self.stats.mprgp_time += t.elapsed();
         Ok(())

@@ -583,7 +583,12 @@ fn iterate(
                     return;
                 }
                 let o = offset_of[i] as usize;
-                unconstrained_solve(b, &islands[id as usize].force[o..]);
+                let island = &islands[id as usize];
+                let force = match island.rows_in_free {
+                    true => &island.force[o..],
+                    false => &island.applied[o..],
+                };
+                unconstrained_solve(b, force);
             });
         }
         // Constrained global steps, per island.

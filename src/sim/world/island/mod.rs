@@ -842,7 +842,12 @@ impl Island {
         if self.rows.is_empty() {
             // The unconstrained solution solved with the last iteration's forces, which no row
             // balances now: all of them are left over.
-            self.kkt.copy_from_slice(&self.force);
+            let solved_with = if self.rows_in_free {
+                &self.force
+            } else {
+                &self.applied
+            };
+            self.kkt.copy_from_slice(solved_with);
         }
         self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
         self.reaction.iter_mut().for_each(|f| *f = Vec3::zeros());

@@ -753,19 +753,24 @@ fn local_and_rhs(body: &mut SoftBody, kkt: &[Vec3], first: bool, settings: &Worl
 /// of a body's columns up to 1,448 free vertices, 196 at 10,648.
 const COLUMN_MEMORY_BYTES: usize = 16 << 20;
 
-/// Scalar solves a body may spend on new columns per PD iteration, as a multiple of its free
-/// vertices: `COLUMN_SOLVE_VERTICES / n` (at least 2), so that the columns cost about as much
-/// as two of the iteration's three-coordinate solves where `n` is 1,000 (and less where the
-/// body is larger: there the contact subspace pays less).
+/// Scalar solves a body of `n` free vertices may spend on new columns per PD iteration:
+/// `COLUMN_SOLVE_VERTICES / n` (at least 2), so that the columns cost about as much as two of
+/// the iteration's three-coordinate solves where `n` is 1,000 (and less where the body is
+/// larger: there the contact subspace pays less).
 const COLUMN_SOLVE_VERTICES: usize = 6_000;
 
 /// Makes sure body `index` has the `A^-1` columns of the vertices its island's contacts touch,
 /// within its budget per iteration (the island solves by MPRGP until they are all there).
 fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
     let SoftBody {
-        pd, ws, colliders, ..
+        pd,
+        ws,
+        colliders,
+        last_step,
+        ..
     } = body;
     let Some(pd) = pd.as_ref() else { return };
+    let t = Instant::now();
     let mut budget = (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2);
     let dof = pd.dof_map();
     for contact in contacts {
@@ -776,11 +781,13 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
             }
         }
     }
+    last_step.0.timings.global += t.elapsed();
 }
 
-/// One PD iteration's second per-body part: the unconstrained solve `A^-1 (b + J' lambda_prev)`
-/// (the contact forces of the last iteration spread the response through the body, so the QP
-/// starts next to its optimum).
+/// One PD iteration's second per-body part: the unconstrained solve `A^-1 (b + force)`. After
+/// an MPRGP solve `force` holds the last iteration's contact forces, which spread the response
+/// through the body so that the QP starts next to its optimum; after a solve in the contact
+/// subspace only the reactions and friction (see `Island::rows_in_free`).
 fn unconstrained_solve(body: &mut SoftBody, force: &[Vec3]) {
     let SoftBody {
         pd, ws, last_step, ..

@@ -14,8 +14,8 @@
 //! the members, so an entry of `S` pairs the terms of two rows on one body, each a lookup in a
 //! column. Solved to rounding, the step is exact: the QP leaves no stationarity error
 //! (`Island::kkt` is zero), where MPRGP stops at its tolerance. It costs, per PD iteration, the
-//! `m x m` matrix (`m` rows), the LCP, and one pass over each body per vertex whose force
-//! changed; the columns themselves are computed once per vertex while the factor stands
+//! `m x m` matrix (`m` rows), the LCP, and one pass over each body per vertex with a
+//! contact force; the columns themselves are computed once per vertex while the factor stands
 //! ([`crate::sim::world::body::SoftBody`]'s workspace keeps them).
 //!
 //! Used where every vertex of the rows and of the last iteration's forces has its column and

@@ -121,16 +121,29 @@ impl IslandContact {
     }
 
     /// The vertices of body `body` the contact touches (with `colliders` that body's
-    /// collision points), in no order; repeats possible.
+    /// collision points; a proxy's vertices of weight below 1e-12 left out), in no order.
     pub fn vertices_of<'a>(
         &'a self,
         body: u32,
         colliders: &'a [crate::sim::embed::EmbeddedPoint],
     ) -> impl Iterator<Item = u32> + 'a {
-        let (list, count): ([u32; 4], usize) = match self {
+        // Up to four vertices: a proxy's, or the two sides' of a soft or edge contact, of which
+        // one, both (a self-contact) or neither may be on `body`.
+        let sides = |a: bool, first: &[u32], b: bool, second: &[u32]| {
+            let mut out = ([0u32; 4], 0);
+            for side in [a.then_some(first), b.then_some(second)]
+                .into_iter()
+                .flatten()
+            {
+                out.0[out.1..out.1 + side.len()].copy_from_slice(side);
+                out.1 += side.len();
+            }
+            out
+        };
+        let (list, count) = match self {
             IslandContact::Obstacle { body: b, contact } if *b == body => {
                 let proxy = &colliders[contact.proxy as usize];
-                let mut out = ([0; 4], 0);
+                let mut out = ([0u32; 4], 0);
                 for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
                     if w.abs() >= 1e-12 {
                         out.0[out.1] = v;
@@ -139,36 +152,16 @@ impl IslandContact {
                 }
                 out
             }
-            IslandContact::Soft(c) => {
-                let mut out = ([0; 4], 0);
-                if c.vertex_body == body {
-                    out.0[0] = c.vertex;
-                    out.1 = 1;
-                }
-                if c.triangle_body == body {
-                    for &v in &c.triangle_vertices {
-                        out.0[out.1] = v;
-                        out.1 += 1;
-                        if out.1 == 4 {
-                            break;
-                        }
-                    }
-                }
-                out
-            }
-            IslandContact::Edge(c) => {
-                let mut out = ([0; 4], 0);
-                if c.body_a == body {
-                    out.0[..2].copy_from_slice(&c.edge_a);
-                    out.1 = 2;
-                }
-                if c.body_b == body {
-                    out.0[out.1..out.1 + 2].copy_from_slice(&c.edge_b);
-                    out.1 += 2;
-                }
-                out
-            }
             IslandContact::Obstacle { .. } => ([0; 4], 0),
+            IslandContact::Soft(c) => sides(
+                c.vertex_body == body,
+                &[c.vertex],
+                c.triangle_body == body,
+                &c.triangle_vertices,
+            ),
+            IslandContact::Edge(c) => {
+                sides(c.body_a == body, &c.edge_a, c.body_b == body, &c.edge_b)
+            }
         };
         list.into_iter().take(count)
     }

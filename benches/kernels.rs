@@ -1,6 +1,7 @@
 //! Micro-benchmarks of the kernels inside one PD step: signed SVD, the local step (scalar and
 //! cold; vectorised and warm-started, also per tet per thread), the global
 //! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes;
+//! the Cholesky factor under AMD and under nested dissection;
 //! and the soft-soft broadphase (BVH refit and candidate pairs) against surface triangle count.
 //!
 //! `cargo bench --bench kernels` prints a table (medians over repeated runs).
@@ -13,6 +14,7 @@ use bevy_deformable::sim::local_step::WarmFrames;
 use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
 use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
+use bevy_deformable::sim::sparse::SparseCholesky;
 use bevy_deformable::sim::{Mat3, SoftMaterial, TetMesh, Vec3};
 
 fn median_ns(mut f: impl FnMut(), repeats: usize) -> f64 {
@@ -25,6 +27,21 @@ fn median_ns(mut f: impl FnMut(), repeats: usize) -> f64 {
         .collect();
     t.sort_by(f64::total_cmp);
     t[t.len() / 2]
+}
+
+/// The PD system of a free rubber body at 60 Hz.
+fn rubber_system(mesh: &TetMesh) -> PdSystem {
+    PdSystem::new(
+        mesh,
+        PdSetup {
+            material: &SoftMaterial::RUBBER,
+            dt: 1.0 / 60.0,
+            pinned: &[],
+            attach_stiffness: &[],
+            spring: None,
+        },
+    )
+    .expect("factorizable")
 }
 
 fn main() {
@@ -79,17 +96,7 @@ fn main() {
     for res in [9usize, 21, 33] {
         let mesh = TetMesh::cuboid(Vec3::repeat(0.5), res);
         let t = Instant::now();
-        let mut pd = PdSystem::new(
-            &mesh,
-            PdSetup {
-                material: &SoftMaterial::RUBBER,
-                dt: 1.0 / 60.0,
-                pinned: &[],
-                attach_stiffness: &[],
-                spring: None,
-            },
-        )
-        .expect("factorizable");
+        let mut pd = rubber_system(&mesh);
         let build_ms = t.elapsed().as_secs_f64() * 1e3;
         let x: Vec<Vec3> = mesh
             .rest_positions()
@@ -139,7 +146,52 @@ fn main() {
             build_ms
         );
     }
+    ordering_table();
     broadphase_table();
+}
+
+/// The sparse Cholesky of the PD matrix under faer's AMD and under the geometric nested
+/// dissection: factor entries, numeric factorization and a three-right-hand-side solve.
+fn ordering_table() {
+    println!(
+        "\n{:>8} {:>14} {:>14} {:>12} {:>12} {:>12} {:>12}  kept",
+        "verts", "AMD nnz(L)", "ND nnz(L)", "AMD fact ms", "ND fact ms", "AMD solve", "ND solve"
+    );
+    for res in [9usize, 21, 33] {
+        let mesh = TetMesh::cuboid(Vec3::repeat(0.5), res);
+        let pd = rubber_system(&mesh);
+        let matrix = pd.matrix();
+        let reps = if res > 25 { 3 } else { 10 };
+        let measure = |mut chol: SparseCholesky| {
+            let factor = median_ns(|| chol.factorize(matrix).expect("SPD"), reps) / 1e6;
+            let x: Vec<Vec3> = mesh.rest_positions().to_vec();
+            let mut rhs = x.clone();
+            let solve = median_ns(
+                || {
+                    rhs.copy_from_slice(&x);
+                    chol.solve_in_place(&mut rhs);
+                },
+                reps * 2,
+            ) / 1e6;
+            (chol.factor_nnz(), factor, solve, chol.ordering())
+        };
+        let amd = measure(SparseCholesky::analyse(matrix).expect("analysable"));
+        let nd = measure(
+            SparseCholesky::analyse_with_coordinates(matrix, mesh.rest_positions())
+                .expect("analysable"),
+        );
+        println!(
+            "{:>8} {:>14} {:>14} {:>12.1} {:>12.1} {:>12.3} {:>12.3}  {:?}",
+            mesh.vertex_count(),
+            amd.0,
+            nd.0,
+            amd.1,
+            nd.1,
+            amd.2,
+            nd.2,
+            nd.3
+        );
+    }
 }
 
 /// Two lattice spheres pressed into each other: refit both bodies' BVHs to the deformed

@@ -17,6 +17,7 @@
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
 //! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
+//! | [`ordering`] | nested-dissection fill-reducing ordering of the sparse Cholesky |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
 //! | [`world`] | [`SoftWorld`]: bodies, obstacles, the step and its report |
@@ -32,6 +33,7 @@ pub mod math;
 pub mod mesh;
 pub mod mesh_io;
 pub mod obj;
+pub mod ordering;
 pub mod pd;
 pub mod pick;
 pub mod polar;

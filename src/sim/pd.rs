@@ -169,7 +169,11 @@ impl PdSystem {
                 fill[v as usize] += 1;
             }
         }
-        let chol = SparseCholesky::analyse(&matrix)?;
+        let free_rest: Vec<Vec3> = free
+            .iter()
+            .map(|&v| mesh.rest_positions()[v as usize])
+            .collect();
+        let chol = SparseCholesky::analyse_with_coordinates(&matrix, &free_rest)?;
         let pinned_tets = (0..tets.len() as u32)
             .filter(|&t| tets[t as usize].iter().any(|&v| dof[v as usize] == PINNED))
             .collect();

@@ -7,12 +7,13 @@
 //!
 //! Storage: the full matrix in CSR (sorted columns) for the matrix-vector products of the
 //! iterative solvers, plus the upper triangle in CSC that faer's supernodal Cholesky reads; a
-//! precomputed index map refills it from the CSR values. The symbolic analysis (AMD ordering,
-//! supernodal structure) runs once per sparsity pattern; a change of material, pins or time step
+//! precomputed index map refills it from the CSR values. The symbolic analysis (fill-reducing
+//! ordering, supernodal structure) runs once per sparsity pattern; a change of material, pins or time step
 //! only refills values and runs the numeric factorization again (STYLE.md rule 10).
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};
+use faer::perm::PermRef;
 use faer::sparse::linalg::cholesky::{
     CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering,
     factorize_symbolic_cholesky,
@@ -150,7 +151,12 @@ impl SymmetricMatrix {
         }
     }
 
-    /// Iterates the stored entries `(row, col, value)` of row `i`.
+    /// The columns of row `i`'s stored entries, sorted (the diagonal included).
+    pub fn neighbours(&self, i: usize) -> &[u32] {
+        &self.col_idx[self.row_ptr[i]..self.row_ptr[i + 1]]
+    }
+
+    /// Iterates the stored entries `(col, value)` of row `i`.
     pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
         (self.row_ptr[i]..self.row_ptr[i + 1]).map(|k| (self.col_idx[k] as usize, self.values[k]))
     }
@@ -177,7 +183,56 @@ pub struct SparseCholesky {
     mem: MemBuffer,
     /// Scratch one solve of a single right-hand side needs ([`SparseCholesky::solve_scalar_with`]).
     scalar_req: StackReq,
+    ordering: FillOrdering,
     factored: bool,
+}
+
+/// The fill-reducing ordering of a [`SparseCholesky`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillOrdering {
+    /// faer's approximate minimum degree.
+    Amd,
+    /// Geometric nested dissection ([`super::ordering`]).
+    NestedDissection,
+}
+
+/// The upper triangle of `matrix` in CSC, and for each of its entries the slot in the CSR
+/// value array. Column `j` holds rows `i <= j`, which are the entries `(j, i)` of row `j` of the
+/// CSR with `i <= j` (symmetry), already sorted.
+fn upper_triangle(matrix: &SymmetricMatrix) -> (SymbolicSparseColMat<usize>, Vec<usize>) {
+    let n = matrix.n;
+    let mut col_ptr = Vec::with_capacity(n + 1);
+    let mut row_idx = Vec::new();
+    let mut upper_from_full = Vec::new();
+    col_ptr.push(0usize);
+    for j in 0..n {
+        for k in matrix.row_ptr[j]..matrix.row_ptr[j + 1] {
+            let i = matrix.col_idx[k] as usize;
+            if i <= j {
+                row_idx.push(i);
+                upper_from_full.push(k);
+            }
+        }
+        col_ptr.push(row_idx.len());
+    }
+    (
+        SymbolicSparseColMat::new_checked(n, n, col_ptr, None, row_idx),
+        upper_from_full,
+    )
+}
+
+/// faer's symbolic Cholesky (elimination tree, supernodes) of `upper` under `ordering`.
+fn symbolic_cholesky(
+    upper: &SymbolicSparseColMat<usize>,
+    ordering: SymmetricOrdering<'_, usize>,
+) -> Result<SymbolicCholesky<usize>, FactorError> {
+    factorize_symbolic_cholesky(
+        upper.as_ref(),
+        Side::Upper,
+        ordering,
+        CholeskySymbolicParams::default(),
+    )
+    .map_err(|e| FactorError::Internal(format!("{e:?}")))
 }
 
 /// Caller-owned scratch of [`SparseCholesky::solve_scalar_with`], so that threads holding the
@@ -202,6 +257,7 @@ impl std::fmt::Debug for SparseCholesky {
         f.debug_struct("SparseCholesky")
             .field("n", &self.symbolic.nrows())
             .field("factor_nnz", &self.factor_values.len())
+            .field("ordering", &self.ordering)
             .field("factored", &self.factored)
             .finish()
     }
@@ -213,31 +269,55 @@ impl SparseCholesky {
     /// # Errors
     /// [`FactorError::Internal`] if faer fails to analyse the pattern.
     pub fn analyse(matrix: &SymmetricMatrix) -> Result<Self, FactorError> {
-        let n = matrix.n;
-        // Upper triangle, CSC: column j holds rows i <= j, which are the entries (j, i) of row j
-        // of the CSR with i <= j (symmetry), already sorted.
-        let mut col_ptr = Vec::with_capacity(n + 1);
-        let mut row_idx = Vec::new();
-        let mut upper_from_full = Vec::new();
-        col_ptr.push(0usize);
-        for j in 0..n {
-            for k in matrix.row_ptr[j]..matrix.row_ptr[j + 1] {
-                let i = matrix.col_idx[k] as usize;
-                if i <= j {
-                    row_idx.push(i);
-                    upper_from_full.push(k);
-                }
-            }
-            col_ptr.push(row_idx.len());
+        let (upper, upper_from_full) = upper_triangle(matrix);
+        let symbolic = symbolic_cholesky(&upper, SymmetricOrdering::Amd)?;
+        Self::with_symbolic(symbolic, upper, upper_from_full, FillOrdering::Amd)
+    }
+
+    /// Symbolic analysis of the pattern of `matrix`, whose row `i` is a mesh vertex at
+    /// `coordinates[i]` (m): analyses both the geometric nested dissection of
+    /// [`super::ordering`] and AMD, and keeps the ordering whose factor has fewer entries.
+    ///
+    /// # Errors
+    /// [`FactorError::Internal`] if faer fails to analyse the pattern.
+    ///
+    /// # Panics
+    /// If `coordinates` is shorter than the matrix.
+    pub fn analyse_with_coordinates(
+        matrix: &SymmetricMatrix,
+        coordinates: &[Vec3],
+    ) -> Result<Self, FactorError> {
+        let (upper, upper_from_full) = upper_triangle(matrix);
+        let amd = symbolic_cholesky(&upper, SymmetricOrdering::Amd)?;
+        if matrix.n <= super::ordering::LEAF_VERTICES {
+            return Self::with_symbolic(amd, upper, upper_from_full, FillOrdering::Amd);
         }
-        let upper = SymbolicSparseColMat::new_checked(n, n, col_ptr, None, row_idx);
-        let symbolic = factorize_symbolic_cholesky(
-            upper.as_ref(),
-            Side::Upper,
-            SymmetricOrdering::Amd,
-            CholeskySymbolicParams::default(),
-        )
-        .map_err(|e| FactorError::Internal(format!("{e:?}")))?;
+        let forward = super::ordering::nested_dissection(matrix, coordinates);
+        let mut inverse = vec![0usize; forward.len()];
+        for (k, &v) in forward.iter().enumerate() {
+            inverse[v] = k;
+        }
+        let perm = PermRef::new_checked(&forward, &inverse, matrix.n);
+        let dissection = symbolic_cholesky(&upper, SymmetricOrdering::Custom(perm))?;
+        if dissection.len_val() < amd.len_val() {
+            Self::with_symbolic(
+                dissection,
+                upper,
+                upper_from_full,
+                FillOrdering::NestedDissection,
+            )
+        } else {
+            Self::with_symbolic(amd, upper, upper_from_full, FillOrdering::Amd)
+        }
+    }
+
+    fn with_symbolic(
+        symbolic: SymbolicCholesky<usize>,
+        upper: SymbolicSparseColMat<usize>,
+        upper_from_full: Vec<usize>,
+        ordering: FillOrdering,
+    ) -> Result<Self, FactorError> {
+        let n = symbolic.nrows();
         let req = StackReq::any_of(&[
             symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Spec::default()),
             symbolic.solve_in_place_scratch::<f64>(3, Par::Seq),
@@ -253,8 +333,14 @@ impl SparseCholesky {
             upper_from_full,
             mem,
             scalar_req,
+            ordering,
             factored: false,
         })
+    }
+
+    /// The fill-reducing ordering the analysis kept.
+    pub fn ordering(&self) -> FillOrdering {
+        self.ordering
     }
 
     /// Numeric factorization with the current values of `matrix` (same pattern as analysed).

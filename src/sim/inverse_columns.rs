@@ -35,6 +35,10 @@ pub struct InverseColumns {
     values: Vec<f64>,
     /// The current step's stamp.
     stamp: u64,
+    /// Per free vertex: the [`InverseColumns::plan`] call that last counted it.
+    planned: Vec<u64>,
+    /// The current [`InverseColumns::plan`] call.
+    plan_stamp: u64,
     scratch: SolveScratch,
 }
 
@@ -53,6 +57,8 @@ impl InverseColumns {
         self.capacity = (memory_bytes / (8 * n.max(1))).min(n);
         self.slot_of.clear();
         self.slot_of.resize(n, NONE);
+        self.planned.clear();
+        self.planned.resize(n, 0);
         self.vertex_of.clear();
         self.used.clear();
         self.values.clear();
@@ -76,6 +82,30 @@ impl InverseColumns {
     /// Whether no column is held.
     pub fn is_empty(&self) -> bool {
         self.vertex_of.is_empty()
+    }
+
+    /// Marks the cached columns of `vertices` (free vertices, repeats allowed) as used in
+    /// this step and returns whether all of them fit in the cache at once. Where they do not,
+    /// computing any of them is wasted: a contact QP in the subspace needs them all, and a new
+    /// column would only replace another one the QP needs.
+    pub fn plan(&mut self, vertices: impl Iterator<Item = u32>) -> bool {
+        self.plan_stamp += 1;
+        let mut needed = 0usize;
+        for d in vertices {
+            let Some(planned) = self.planned.get_mut(d as usize) else {
+                continue;
+            };
+            if *planned == self.plan_stamp {
+                continue;
+            }
+            *planned = self.plan_stamp;
+            needed += 1;
+            let slot = self.slot_of[d as usize];
+            if slot != NONE {
+                self.used[slot as usize] = self.stamp;
+            }
+        }
+        needed <= self.capacity
     }
 
     /// The column of free vertex `d`, if cached.
@@ -201,6 +231,15 @@ mod tests {
         assert!(columns.column(1).is_none());
         assert!(columns.column(2).is_some() && columns.column(3).is_some());
         assert_eq!(columns.len(), 2);
+        // Three distinct vertices (one repeated) do not fit in two slots; two do, and planning
+        // them protects their columns from replacement in this step.
+        columns.next_step();
+        assert!(!columns.plan([2u32, 3, 4, 2].into_iter()));
+        assert!(columns.plan([3u32, 2, 3].into_iter()));
+        assert!(
+            !columns.ensure(&pd, 4, &mut budget),
+            "2 and 3 are planned for this step"
+        );
         columns.reset(n, 0);
         assert!(columns.is_empty());
         assert!(!columns.ensure(&pd, 2, &mut budget), "no room at all");

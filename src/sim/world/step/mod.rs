@@ -773,6 +773,16 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
     let t = Instant::now();
     let mut budget = (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2);
     let dof = pd.dof_map();
+    let needed = contacts
+        .iter()
+        .flat_map(|contact| contact.vertices_of(index, colliders))
+        .map(|v| dof[v as usize])
+        .filter(|&d| d != crate::sim::pd::PINNED);
+    if !ws.columns.plan(needed) {
+        // More contact vertices than columns fit: the island solves by MPRGP.
+        last_step.0.timings.global += t.elapsed();
+        return;
+    }
     for contact in contacts {
         for v in contact.vertices_of(index, colliders) {
             let d = dof[v as usize];

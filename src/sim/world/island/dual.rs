@@ -26,8 +26,19 @@ use crate::sim::math::Vec3;
 use crate::sim::qp::dense_lcp::DenseLcpStats;
 use crate::sim::world::body::SoftBody;
 
-/// Most rows solved in the contact subspace (the LCP's matrix is dense).
-pub(crate) const MAX_DUAL_ROWS: usize = 256;
+/// Most rows solved in the contact subspace (the LCP's matrix is dense: 8 MB and about 1 M
+/// multiply-adds per Gauss-Seidel sweep at 1,024).
+pub(crate) const MAX_DUAL_ROWS: usize = 1024;
+
+/// One entry of a contact row, on one body: the row's coefficient (per coordinate) on one of
+/// the body's free vertices.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DualEntry {
+    body: u32,
+    row: u32,
+    vertex: u32,
+    coeff: Vec3,
+}
 
 /// Gauss-Seidel sweeps at most per dual solve (the exact refinement usually ends it in a few).
 const MAX_SWEEPS: usize = 300;
@@ -95,20 +106,39 @@ impl Island {
             }
             self.dual_q.push(q);
         }
-        // `S = J A^-1 J'`.
+        // `S = J A^-1 J'`: `A` is block diagonal over the members, so only the entries of two
+        // rows on one body meet. The rows' entries grouped by body, then every pair in a group.
+        self.dual_entries.clear();
+        for (j, row) in self.rows.iter().enumerate() {
+            for (u, c) in row.entries() {
+                let (b, d) = self.owner(layout, u as u32);
+                self.dual_entries.push(DualEntry {
+                    body: b as u32,
+                    row: j as u32,
+                    vertex: d,
+                    coeff: *c,
+                });
+            }
+        }
+        self.dual_entries
+            .sort_unstable_by_key(|e| (e.body, e.row, e.vertex));
         self.dual_s.clear();
         self.dual_s.resize(m * m, 0.0);
-        for j in 0..m {
-            for k in j..m {
-                let (rj, rk) = (&self.rows[j], &self.rows[k]);
-                let mut s = 0.0;
-                for (u, cu) in rj.entries() {
-                    for (v, cv) in rk.entries() {
-                        s += cu.dot(cv) * self.inverse_entry(bodies, layout, u as u32, v as u32)?;
+        for group in self.dual_entries.chunk_by(|a, b| a.body == b.body) {
+            let columns = &bodies[group[0].body as usize].ws.columns;
+            for (p, ep) in group.iter().enumerate() {
+                let column = columns.column(ep.vertex)?;
+                // Entries are sorted by row: those from `p` on are in rows `>= ep.row`; the
+                // earlier entries of `ep.row` itself pair with `ep` too.
+                let first = group[..p].partition_point(|e| e.row < ep.row);
+                for eq in &group[first..] {
+                    let value = ep.coeff.dot(&eq.coeff) * column[eq.vertex as usize];
+                    let (j, k) = (ep.row as usize, eq.row as usize);
+                    self.dual_s[j * m + k] += value;
+                    if j != k {
+                        self.dual_s[k * m + j] += value;
                     }
                 }
-                self.dual_s[j * m + k] = s;
-                self.dual_s[k * m + j] = s;
             }
         }
         // Warm start: each row's contact force of the last iteration.

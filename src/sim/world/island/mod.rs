@@ -363,6 +363,7 @@ pub(crate) struct Island {
     dual_q: Vec<f64>,
     dual_delta: Vec<Vec3>,
     dual_touched: Vec<u32>,
+    dual_entries: Vec<dual::DualEntry>,
     dual_lcp: crate::sim::qp::dense_lcp::DenseLcp,
     gradient: Vec<Vec3>,
     mprgp: Mprgp,

@@ -73,7 +73,8 @@ pub const MAX_EXACT_ACTIVE: usize = 384;
 impl DenseLcp {
     /// Solves the LCP of the row-major `m x m` matrix `s` and vector `q`, starting from
     /// `lambda` (clamped to `>= 0`) and writing the solution there. Stops where the
-    /// natural-map residual is at most `tolerance` (the units of `q`) or after `max_sweeps`.
+    /// natural-map residual is at most `tolerance` (the units of `q`), or unconverged after
+    /// `max_sweeps` or once the candidate active set exceeds [`MAX_EXACT_ACTIVE`].
     pub fn solve(
         &mut self,
         s: &[f64],
@@ -122,6 +123,10 @@ impl DenseLcp {
             }
             if self.refine(s, q, lambda) {
                 stats.refinements += 1;
+            } else if self.active.len() > MAX_EXACT_ACTIVE {
+                // Too many active rows to solve exactly: PGS alone would converge linearly at
+                // `m^2` a sweep, so the caller's other solver is the better use of the time.
+                return stats;
             }
         }
     }

@@ -74,6 +74,9 @@ pub struct DeformableConfig {
     /// condition is at most this (0: always run `pd_iterations`); see
     /// [`WorldSettings::pd_tolerance`]. Default: 1e-3.
     pub pd_tolerance: f32,
+    /// Chebyshev acceleration of the PD iterations: the estimated spectral radius of the plain
+    /// iteration, in `[0, 1)` (0: off); see [`WorldSettings::chebyshev_rho`]. Default: 0.7.
+    pub chebyshev_rho: f32,
     /// Solve contact QPs exactly in the contact subspace where the bodies' cached `A^-1`
     /// columns allow (see [`WorldSettings::contact_subspace`]), else by MPRGP. Default: true.
     pub contact_subspace: bool,
@@ -141,6 +144,7 @@ impl Default for DeformableConfig {
             substeps: w.substeps as u32,
             pd_iterations: w.pd_iterations as u32,
             pd_tolerance: w.pd_tolerance as f32,
+            chebyshev_rho: w.chebyshev_rho as f32,
             contact_subspace: w.contact_subspace,
             mprgp_tolerance: w.mprgp.tolerance as f32,
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
@@ -195,6 +199,11 @@ impl DeformableConfig {
         settings.substeps = (self.substeps as usize).clamp(1, sim::MAX_SUBSTEPS);
         settings.pd_iterations = (self.pd_iterations as usize).clamp(1, sim::MAX_PD_ITERATIONS);
         settings.pd_tolerance = non_negative(self.pd_tolerance, d.pd_tolerance);
+        settings.chebyshev_rho = if (0.0..1.0).contains(&self.chebyshev_rho) {
+            f64::from(self.chebyshev_rho)
+        } else {
+            d.chebyshev_rho
+        };
         settings.contact_subspace = self.contact_subspace;
         settings.mprgp.tolerance = or_default(self.mprgp_tolerance, d.mprgp.tolerance);
         settings.mprgp.max_iterations = (self.mprgp_max_iterations as usize).max(1);

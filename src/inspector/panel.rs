@@ -305,6 +305,7 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
                 .smallest_positive(1e-6)
                 .text("PD tolerance (0: all iterations)"),
         );
+        ui.add(egui::Slider::new(&mut c.chebyshev_rho, 0.0..=0.95).text("Chebyshev rho (0: off)"));
         egui::ComboBox::from_label("friction model")
             .selected_text(format!("{:?}", c.friction_model))
             .show_ui(ui, |ui| {

@@ -54,7 +54,7 @@ pub use pd::PointSpring;
 pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
-    BodyHandle, BodyStepStats, ContactPoint, DEFAULT_MPRGP_TOLERANCE, DEFAULT_PD_TOLERANCE,
-    EnergyAudit, FreezeReason, MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, Settling, Sleeping,
-    SoftWorld, StepReport, WorldError, WorldSettings,
+    BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE,
+    DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason, MAX_PD_ITERATIONS, MAX_SUBSTEPS,
+    ObstacleHandle, Settling, Sleeping, SoftWorld, StepReport, WorldError, WorldSettings,
 };

@@ -39,6 +39,9 @@ pub(crate) struct Workspace {
     pub x_free: Vec<Vec3>,
     /// The right-hand side of the previous PD iteration (N), for the iterate's residual.
     pub b_prev: Vec<Vec3>,
+    /// The right-hand side of the PD iteration before the previous one (N), the Chebyshev
+    /// extrapolation's second point.
+    pub b_before: Vec<Vec3>,
     /// The current iterate's residual, squared (N^2; see the step's `residual` module).
     pub residual2: f64,
     /// The step's residual scale, squared (N^2).

@@ -58,6 +58,11 @@ pub struct WorldSettings {
     /// residual still left (at most [`Self::mprgp`]'s tolerance). 0 runs every iteration with
     /// those QPs at [`Self::mprgp`]'s tolerance alone. Default: [`DEFAULT_PD_TOLERANCE`].
     pub pd_tolerance: f64,
+    /// Chebyshev semi-iterative acceleration of the PD iterations (Wang 2015): the estimated
+    /// spectral radius `rho` of the plain iteration, in `[0, 1)`; 0 turns it off. The
+    /// sequence restarts wherever the residual grows or the contacts change. Default:
+    /// [`DEFAULT_CHEBYSHEV_RHO`].
+    pub chebyshev_rho: f64,
     /// MPRGP settings of the constrained global steps, which are solved about the bodies'
     /// inertial prediction (`Mprgp::solve_about`): the tolerance is relative to the force that
     /// moves them from there, the same wherever they are in the world. Default: tolerance
@@ -135,6 +140,7 @@ impl Default for WorldSettings {
             substeps: 1,
             pd_iterations: 10,
             pd_tolerance: DEFAULT_PD_TOLERANCE,
+            chebyshev_rho: DEFAULT_CHEBYSHEV_RHO,
             mprgp: MprgpSettings {
                 tolerance: DEFAULT_MPRGP_TOLERANCE,
                 ..MprgpSettings::default()
@@ -174,6 +180,12 @@ pub const DEFAULT_MPRGP_TOLERANCE: f64 = 1e-3;
 /// armadillo_1k 3.0e-2 against 2.9e-2, mid-topple at the full ten iterations either way), and a
 /// cube at rest takes one iteration.
 pub const DEFAULT_PD_TOLERANCE: f64 = 1e-3;
+
+/// Default [`WorldSettings::chebyshev_rho`]: 0.7. Measured on a rubber cube stretched by
+/// 20 %, after 8 iterations: relative residual 1.25e-2 plain, 6.0e-3 at 0.7, 5.6e-3 at 0.8,
+/// and worse than plain at 0.9 (2.3e-2), where the extrapolation overshoots; a stiffer
+/// material converges more slowly (a larger true `rho`), which 0.7 only under-accelerates.
+pub const DEFAULT_CHEBYSHEV_RHO: f64 = 0.7;
 
 /// The most substeps per [`SoftWorld::step`] accepted by [`WorldSettings::validate`].
 pub const MAX_SUBSTEPS: usize = 64;

@@ -322,6 +322,12 @@ pub(crate) struct Island {
     pub converged: bool,
     /// Contacts the last re-detection added or found violated (0 before any).
     pub added: usize,
+    /// The Chebyshev weight of the current iteration's right-hand sides (1: a plain step).
+    pub omega: f64,
+    /// Plain or accelerated iterations since the Chebyshev sequence last restarted.
+    chebyshev_run: usize,
+    /// The relative residual of the iterate before the current one.
+    residual_before: f64,
     /// With the energy audit on: per unknown, the contact forces (rows and held reactions) and
     /// the friction forces the last constrained step solved with (N).
     pub audit_forces: Vec<(Vec3, Vec3)>,
@@ -471,6 +477,9 @@ impl Island {
         self.residual = 1.0;
         self.converged = false;
         self.added = 0;
+        self.omega = 1.0;
+        self.chebyshev_run = 0;
+        self.residual_before = f64::INFINITY;
         self.iterations = settings.pd_iterations.max(1);
         self.done = 0;
         self.stats = IslandStats::default();
@@ -505,6 +514,24 @@ impl Island {
             self.converged = true;
             self.iterations = self.done;
         }
+    }
+
+    /// After [`Island::check_convergence`]: the Chebyshev weight of this iteration's
+    /// right-hand sides, `omega_1 = 1`, `omega_2 = 2 / (2 - rho^2)`,
+    /// `omega_k = 4 / (4 - rho^2 omega_(k-1))` (Wang 2015, eq. (11)), restarted at 1 where the
+    /// residual grew or re-detection changed the contacts.
+    pub fn chebyshev_weight(&mut self, settings: &WorldSettings) {
+        let rho = settings.chebyshev_rho;
+        let restart =
+            rho <= 0.0 || self.done == 0 || self.added > 0 || self.residual > self.residual_before;
+        self.chebyshev_run = if restart { 0 } else { self.chebyshev_run + 1 };
+        let r2 = rho * rho;
+        self.omega = match self.chebyshev_run {
+            0 | 1 => 1.0,
+            2 => 2.0 / (2.0 - r2),
+            _ => 4.0 / (4.0 - r2 * self.omega),
+        };
+        self.residual_before = self.residual;
     }
 
     /// Per-contact data of contacts `first..`: zero normal and friction force, restitution

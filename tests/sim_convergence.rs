@@ -302,3 +302,13 @@ fn acceleration_lowers_the_residual_at_equal_iterations() {
         "8 iterations: {accelerated} accelerated, {plain} plain"
     );
 }
+
+#[test]
+fn an_out_of_range_chebyshev_rho_steps_as_plain_iterations() {
+    let (plain, _) = step_with_rho(stretched_cube(), 8, 0.0);
+    for rho in [1.0, 2.5, -0.3, f64::NAN, f64::INFINITY] {
+        let (x, residual) = step_with_rho(stretched_cube(), 8, rho);
+        assert!(residual.is_finite(), "{rho}: {residual}");
+        assert_eq!(x, plain, "{rho}");
+    }
+}

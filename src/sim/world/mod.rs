@@ -59,7 +59,8 @@ pub struct WorldSettings {
     /// those QPs at [`Self::mprgp`]'s tolerance alone. Default: [`DEFAULT_PD_TOLERANCE`].
     pub pd_tolerance: f64,
     /// Chebyshev semi-iterative acceleration of the PD iterations (Wang 2015): the estimated
-    /// spectral radius `rho` of the plain iteration, in `[0, 1)`; 0 turns it off. The
+    /// spectral radius `rho` of the plain iteration, in `[0, 1)`; 0 (or any value outside,
+    /// NaN included) turns it off. The
     /// sequence restarts wherever the residual grows or the contacts change. Default:
     /// [`DEFAULT_CHEBYSHEV_RHO`].
     pub chebyshev_rho: f64,

@@ -521,9 +521,11 @@ impl Island {
     /// `omega_k = 4 / (4 - rho^2 omega_(k-1))` (Wang 2015, eq. (11)), restarted at 1 where the
     /// residual grew or re-detection changed the contacts.
     pub fn chebyshev_weight(&mut self, settings: &WorldSettings) {
+        // Outside `[0, 1)` (or NaN) the weights would not converge to a finite limit: off.
         let rho = settings.chebyshev_rho;
+        let rho = if (0.0..1.0).contains(&rho) { rho } else { 0.0 };
         let restart =
-            rho <= 0.0 || self.done == 0 || self.added > 0 || self.residual > self.residual_before;
+            rho == 0.0 || self.done == 0 || self.added > 0 || self.residual > self.residual_before;
         self.chebyshev_run = if restart { 0 } else { self.chebyshev_run + 1 };
         let r2 = rho * rho;
         self.omega = match self.chebyshev_run {

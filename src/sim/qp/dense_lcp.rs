@@ -46,7 +46,6 @@ pub struct DenseLcp {
     active: Vec<usize>,
     factor: Vec<f64>,
     candidate: Vec<f64>,
-    w: Vec<f64>,
     /// The nonzeros of the matrix by row: `entries[row_ptr[j]..row_ptr[j + 1]]` are row `j`'s
     /// `(column, value)`.
     row_ptr: Vec<usize>,
@@ -67,8 +66,8 @@ impl std::fmt::Debug for DenseLcp {
 /// Sweeps between exact solves of the candidate active set.
 const SWEEPS_PER_REFINEMENT: usize = 3;
 
-/// Largest active set solved exactly (a dense factorization costs its cube over three: 6 M
-/// flops at 256).
+/// Largest active set solved exactly (a dense factorization costs its cube over three: 19 M
+/// flops at 384).
 pub const MAX_EXACT_ACTIVE: usize = 384;
 
 impl DenseLcp {
@@ -89,7 +88,6 @@ impl DenseLcp {
         debug_assert_eq!(lambda.len(), m);
         let mut stats = DenseLcpStats::default();
         lambda.iter_mut().for_each(|l| *l = l.max(0.0));
-        self.w.resize(m, 0.0);
         // The nonzeros of `s` by row: contact rows on different bodies do not couple, so in an
         // island of many bodies the sweeps and residuals run over a fraction of the dense rows.
         self.row_ptr.clear();
@@ -139,13 +137,12 @@ impl DenseLcp {
             .sum()
     }
 
-    /// `max_j |min(lambda_j S_jj, w_j)|` with `w = S lambda + q` (kept in `self.w`).
-    fn residual(&mut self, s: &[f64], q: &[f64], lambda: &[f64]) -> f64 {
+    /// `max_j |min(lambda_j S_jj, w_j)|` with `w = S lambda + q`.
+    fn residual(&self, s: &[f64], q: &[f64], lambda: &[f64]) -> f64 {
         let m = q.len();
         let mut worst: f64 = 0.0;
         for j in 0..m {
             let w = self.row_times(j, lambda) + q[j];
-            self.w[j] = w;
             let r = (lambda[j] * s[j * m + j]).min(w);
             if !r.is_finite() {
                 return f64::INFINITY;

@@ -787,7 +787,6 @@ fn extrapolate_rhs(body: &mut SoftBody, omega: f64) {
         }
     }
     std::mem::swap(&mut ws.b_before, &mut ws.b_prev);
-    ws.b_prev.resize(n, Vec3::zeros());
     ws.b_prev.copy_from_slice(&ws.b);
 }
 
@@ -815,22 +814,18 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
     let t = Instant::now();
     let mut budget = (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2);
     let dof = pd.dof_map();
-    let needed = contacts
-        .iter()
-        .flat_map(|contact| contact.vertices_of(index, colliders))
-        .map(|v| dof[v as usize])
-        .filter(|&d| d != crate::sim::pd::PINNED);
-    if !ws.columns.plan(needed) {
-        // More contact vertices than columns fit: the island solves by MPRGP.
-        last_step.0.timings.global += t.elapsed();
-        return;
-    }
-    for contact in contacts {
-        for v in contact.vertices_of(index, colliders) {
-            let d = dof[v as usize];
-            if d != crate::sim::pd::PINNED {
-                ws.columns.ensure(pd, d, &mut budget);
-            }
+    let needed = || {
+        contacts
+            .iter()
+            .flat_map(|contact| contact.vertices_of(index, colliders))
+            .map(|v| dof[v as usize])
+            .filter(|&d| d != crate::sim::pd::PINNED)
+    };
+    // Where more contact vertices than columns fit, none is computed: the island solves by
+    // MPRGP.
+    if ws.columns.plan(needed()) {
+        for d in needed() {
+            ws.columns.ensure(pd, d, &mut budget);
         }
     }
     last_step.0.timings.global += t.elapsed();

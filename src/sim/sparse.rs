@@ -518,10 +518,10 @@ mod tests {
 
     #[test]
     fn nested_dissection_factor_solves_a_lattice_system_with_less_fill() {
-        // A 10^3-vertex lattice's PD-like matrix (graph Laplacian plus mass): the dissection
+        // A 22^3-vertex lattice's PD-like matrix (graph Laplacian plus mass): the dissection
         // ordering must be kept (fewer factor entries than AMD) and solve to the same answer
         // as the AMD factor, with a small residual through the CSR product.
-        let mesh = crate::sim::TetMesh::cuboid(Vec3::repeat(0.5), 9);
+        let mesh = crate::sim::TetMesh::cuboid(Vec3::repeat(0.5), 21);
         let pairs: Vec<(u32, u32)> = mesh
             .tets()
             .iter()

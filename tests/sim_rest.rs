@@ -226,6 +226,62 @@ fn a_cube_spawned_inside_the_floor_comes_out_without_being_launched() {
     assert!(lowest(x) > -1e-3, "still {} m inside after 2 s", -lowest(x));
 }
 
+/// Before: two rubber cubes spawned overlapping by half never separated (their surface vertices
+/// inside each other were deeper than `soft_depth_limit` and had no contact). Now the overlap is
+/// found by flooding from its rim and pushed apart along the shortest way out, at the
+/// depenetration speed: measured, apart after 0.3 s, at most 1.8 m/s. (Jelly cubes, E = 2e4 Pa,
+/// also lose every vertex from inside the other within 0.4 s, but their bulging faces stay
+/// interlocked along crossing edges until they snap free at 2.9 m/s after 0.8 s: README,
+/// caveats.)
+#[test]
+fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
+    let foam = SoftMaterial::RUBBER.with_youngs_modulus(1e6);
+    for material in [SoftMaterial::RUBBER, foam] {
+        let settings = WorldSettings::default();
+        let mut world = SoftWorld::new(settings);
+        let mesh = Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap());
+        let left = world
+            .add_body(mesh.clone(), material, Vec3::new(-0.125, 0.25, 0.0))
+            .unwrap();
+        let right = world
+            .add_body(mesh, material, Vec3::new(0.125, 0.25, 0.0))
+            .unwrap();
+        world.add_obstacle(floor()).unwrap();
+        let mut fastest = 0.0f64;
+        for _ in 0..120 {
+            let report = world.step(DT).unwrap();
+            assert!(report.frozen.is_empty(), "{:?}", report.frozen);
+            for b in [left, right] {
+                fastest = fastest.max(max_speed(world.velocities(b).unwrap()));
+            }
+        }
+        // Out at the push-out speed, plus what the bodies' own springs add.
+        assert!(
+            fastest < 2.0 * settings.max_depenetration_speed,
+            "{fastest} m/s"
+        );
+        // Apart after 2 s: the left cube's vertices all left of the right cube's, to 1 cm, and
+        // both still where they were spawned along z.
+        let xl = world.positions(left).unwrap();
+        let xr = world.positions(right).unwrap();
+        let left_edge = xl.iter().map(|p| p.x).fold(f64::NEG_INFINITY, f64::max);
+        let right_edge = xr.iter().map(|p| p.x).fold(f64::INFINITY, f64::min);
+        assert!(
+            left_edge < right_edge + 0.01,
+            "{material:?}: still {} m into each other",
+            left_edge - right_edge
+        );
+        for x in [xl, xr] {
+            assert!(
+                centroid(x).z.abs() < 0.01,
+                "pushed sideways: {:?}",
+                centroid(x)
+            );
+            assert!(lowest(x) > -1e-3);
+        }
+    }
+}
+
 #[test]
 fn invalid_obstacles_are_typed_errors() {
     let nan = f64::NAN;

@@ -165,6 +165,36 @@ impl BodyBvh {
         overlap(&self.proxies.root_aabb(), &other.triangles.root_aabb())
     }
 
+    /// Every boundary triangle whose box the ray `origin + t dir` (`t >= 0`, m) passes through,
+    /// appended to `out` (cleared first) in the tree's order. The boxes are widened by a
+    /// relative 1e-6 for the test, in `f64`, so a ray grazing a box's `f32` face is not missed.
+    pub fn triangles_along_ray(&self, origin: &Vec3, dir: &Vec3, out: &mut Vec<u32>) {
+        out.clear();
+        if self.triangle_count == 0 {
+            return;
+        }
+        let hits = |node: &parry3d::partitioning::BvhNode| {
+            let (lo, hi) = (node.mins(), node.maxs());
+            let (mut enter, mut exit) = (0.0f64, f64::INFINITY);
+            for a in 0..3 {
+                let (l, h) = (lo[a] as f64, hi[a] as f64);
+                let pad = 1e-6 * (1.0 + l.abs().max(h.abs()));
+                let (l, h) = (l - pad, h + pad);
+                if dir[a] == 0.0 {
+                    if origin[a] < l || origin[a] > h {
+                        return false;
+                    }
+                    continue;
+                }
+                let (t0, t1) = ((l - origin[a]) / dir[a], (h - origin[a]) / dir[a]);
+                enter = enter.max(t0.min(t1));
+                exit = exit.min(t0.max(t1));
+            }
+            enter <= exit
+        };
+        out.extend(self.triangles.leaves(hits));
+    }
+
     /// The boxes (min, max corners, m) of the triangle tree's inner nodes, root first, for debug
     /// drawing; appended to `out`. Empty before the first fit.
     pub fn triangle_node_boxes(&self, out: &mut Vec<[Vec3; 2]>) {

@@ -9,7 +9,9 @@
 //!    between bodies and within one; [`soft`]: those pairs as point-triangle contacts
 //!    ([`point_triangle`], eq. (8)), speculative like the obstacle ones, with the one-ring skip
 //!    for self-collision; [`edge_edge`]: boundary edges crossing each other between their
-//!    vertices, from the same BVHs' edge trees.
+//!    vertices, from the same BVHs' edge trees; [`overlap`]: surface vertices deep inside
+//!    another body (an overlapping spawn), flooded from the shallow ones and pushed out along
+//!    the overlap's vector-area normal.
 //! 4. [`constraints`]: contacts become rows `J x >= c`; *collision decoupling* keeps rows
 //!    vertex-disjoint, deepest first, so `J J'` is (block) diagonal (section 5 of
 //!    `mprgp-collision-qp.txt` picks at random; we pick the deepest so the most dangerous
@@ -28,6 +30,7 @@ pub mod edge_edge;
 pub mod lcp;
 pub mod narrowphase;
 pub mod obstacle;
+pub mod overlap;
 pub mod point_triangle;
 pub mod regions;
 pub mod soft;
@@ -40,6 +43,7 @@ pub use edge_edge::{EdgeContact, detect_edge_contacts, edge_closest_parameters, 
 pub use lcp::{ContactLcp, FrictionModel, LcpContact, LcpSettings, LcpStats};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
 pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};
+pub use overlap::{OverlapScratch, detect_deep_overlap};
 pub use point_triangle::{PointTriangleContact, closest_point_on_triangle, point_triangle_contact};
 pub use regions::ContactRegions;
 pub use soft::{SoftContact, SoftSurface, detect_soft_contacts, fit_surface_bvh};

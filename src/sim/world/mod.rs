@@ -99,8 +99,9 @@ pub struct WorldSettings {
     /// Default: 5e-4.
     pub soft_contact_skin: f64,
     /// Deepest a surface vertex may already be inside another body (m) and still be pushed out
-    /// through the nearest triangle; deeper ones are left alone rather than pushed through the
-    /// wrong side. Default: 0.05.
+    /// through the nearest triangle, which deeper inside may be on the wrong side. Deeper ones
+    /// are found by flooding from the overlap's rim and pushed out along the overlap's shortest
+    /// way out ([`crate::sim::contact::overlap`]). Default: 0.05.
     pub soft_depth_limit: f64,
     /// The fastest a contact pushes a body out of a penetration it started the step in (m/s):
     /// an overlapping spawn, a teleport, or a body pressed in by a fast obstacle separates at

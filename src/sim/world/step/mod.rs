@@ -63,9 +63,9 @@ use super::island::{FrictionMemory, Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use super::sleeping::{SleepState, fall_asleep, wake_touched};
 use crate::sim::contact::{
-    BodyBvh, ContactLcp, EdgeContact, LcpStats, Obstacle, SoftContact, SoftSurface,
-    detect_contacts_swept, detect_edge_contacts, detect_soft_contacts, fit_edge_bvh,
-    fit_surface_bvh,
+    BodyBvh, ContactLcp, EdgeContact, LcpStats, Obstacle, OverlapScratch, SoftContact, SoftSurface,
+    detect_contacts_swept, detect_deep_overlap, detect_edge_contacts, detect_soft_contacts,
+    fit_edge_bvh, fit_surface_bvh,
 };
 use crate::sim::math::{Vec3, all_finite};
 use crate::sim::mesh::TetMesh;
@@ -85,6 +85,7 @@ pub(crate) struct StepState {
     soft_contacts: Vec<SoftContact>,
     edge_contacts: Vec<EdgeContact>,
     pairs: Vec<(u32, u32)>,
+    overlap: OverlapScratch,
     failures: Vec<Option<FreezeReason>>,
     /// Per island: the rebound velocity its contacts lack, then the scale of its response.
     deficits: Vec<Option<f64>>,
@@ -408,7 +409,8 @@ fn swept_surface(i: usize, body: &SoftBody) -> SoftSurface<'_> {
 }
 
 /// Phase 2: soft contacts between every pair of bodies (and within each, for self-collision):
-/// vertex-triangle both ways, and edge-edge once per unordered pair.
+/// vertex-triangle both ways (deep overlaps included: `contact::overlap`), and edge-edge once
+/// per unordered pair.
 fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState) {
     st.soft_contacts.clear();
     st.edge_contacts.clear();
@@ -419,12 +421,20 @@ fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState
             if (fa && fb) || ba.asleep || bb.asleep || (a == b && !settings.self_collision) {
                 continue;
             }
+            let first = st.soft_contacts.len();
             detect_soft_contacts(
                 &swept_surface(a, ba),
                 &swept_surface(b, bb),
                 settings.contact_margin,
                 settings.soft_depth_limit,
                 &mut st.pairs,
+                &mut st.soft_contacts,
+            );
+            detect_deep_overlap(
+                &swept_surface(a, ba),
+                &swept_surface(b, bb),
+                first,
+                &mut st.overlap,
                 &mut st.soft_contacts,
             );
             if settings.edge_contacts && a <= b {

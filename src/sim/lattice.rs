@@ -19,9 +19,9 @@
 //! even number of cells along an axis is symmetric about its middle. The plain
 //! Kuhn lattice (every cell the same, all main diagonals along `(1,1,1)`) is
 //! stiffer in shear along that diagonal than across it: a cube or a sphere built
-//! from it and dropped straight onto a floor drifted sideways along `(1,0,1)` by
-//! 7-30 cm in the stability grid (soft bodies, E = 1e4-1e5 Pa), which the
-//! mirrored split removes by symmetry.
+//! from it and dropped straight onto a floor drifted sideways along `(1,0,1)` or
+//! `(-1,0,-1)` by 1-30 cm in the stability grid (soft bodies, E = 1e3-1e5 Pa),
+//! which the mirrored split removes by symmetry.
 //!
 //! # Curved shapes and boundary snapping
 //!

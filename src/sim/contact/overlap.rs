@@ -76,8 +76,9 @@ pub struct OverlapScratch {
     hits: Vec<u32>,
 }
 
-/// Where the ray `origin + t dir` (`t >= 0`: a vertex on a face leaves through it) crosses triangle `(p0, p1, p2)`: `t` and the
-/// barycentric weights of the crossing (Moller-Trumbore, in `f64`).
+/// Where the ray `origin + t dir` crosses triangle `(p0, p1, p2)`, for `t >= 0` (a vertex on a
+/// face leaves through it): `t` and the barycentric weights of the crossing (Moller-Trumbore,
+/// in `f64`).
 fn ray_triangle(origin: &Vec3, dir: &Vec3, p: [Vec3; 3]) -> Option<(f64, [f64; 3])> {
     let e1 = p[1] - p[0];
     let e2 = p[2] - p[0];

@@ -4,7 +4,8 @@
 //! For every tet the local step (Bouaziz et al. 2014 section 3; `crate::sim::pd`) needs the
 //! signed SVD `F = U diag(sigma) V'` of its deformation gradient and writes the tet's
 //! right-hand-side contributions `w P g_k`, `P = U diag(d) V'` with
-//! `d = w_c + w_v s(sigma) [+ w_l clamp(sigma)]`. Here four tets go through that together:
+//! `d = w_c + w_v s(sigma) [+ w_l clamp(sigma)]`. Here [`LANES`] tets (eight) go through that
+//! together:
 //!
 //! 1. gather the four vertices of each lane, `F = sum_k x_k g_k'` (lanes of `f64`);
 //! 2. warm start: the SVD of `F V_prev`, `V_prev` the tet's right singular vectors of the last
@@ -17,7 +18,7 @@
 //!    ([`crate::sim::pd::volume_stretches_newton`]);
 //! 4. `P g_k` for the four vertices, scattered back per tet.
 //!
-//! The lanes are plain `[f64; 4]` arithmetic ([`crate::sim::lanes`]); on x86-64 the blocks run
+//! The lanes are plain `[f64; 8]` arithmetic ([`crate::sim::lanes`]); on x86-64 the blocks run
 //! in a copy of the loop compiled for AVX2 when the processor has it (checked once per call),
 //! else in the baseline copy. Both compute the same IEEE operations, so the result does not
 //! depend on the instruction set or on the number of threads (each tet's result depends only
@@ -41,7 +42,7 @@ use super::pd::volume_stretches_newton;
 use super::polar_lanes::{Mat3Lanes, identity_lanes, svd3_lanes};
 
 /// Blocks per parallel task (256 tets).
-const BLOCKS_PER_TASK: usize = 64;
+const BLOCKS_PER_TASK: usize = 256 / LANES;
 
 /// Smallest stretch the multiplier Newton takes on; below it (strongly compressed or inverted
 /// tets) the general Newton does.
@@ -141,7 +142,7 @@ impl WarmFrames {
     }
 }
 
-/// The volume term's stretches for four singular-value triples: the closest point of `sigma`
+/// The volume term's stretches for [`LANES`] singular-value triples: the closest point of `sigma`
 /// on `s1 s2 s3 = 1`, on the branch `s_i = (sigma_i + sqrt(sigma_i^2 + 4 l)) / 2` of the
 /// Lagrange conditions `s_i - sigma_i = l / s_i`, by Newton on the multiplier `l` alone (one
 /// unknown, started from the linearisation `l = (1 - prod sigma) / (prod sigma sum sigma_i^-2)`).
@@ -264,38 +265,98 @@ fn run_portable(task: &Task<'_>, out: &mut [[Vec3; 4]], frames: &mut [Mat3Lanes]
 /// `a b` per lane.
 #[inline(always)]
 fn mul(a: &Mat3Lanes, b: &Mat3Lanes) -> Mat3Lanes {
-    std::array::from_fn(|i| {
-        std::array::from_fn(|j| a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j])
-    })
+    // Plain loops rather than `std::array::from_fn`, whose closures LLVM may leave out of line
+    // (compiled without AVX2) in the AVX2 copy of the loop.
+    let mut m = [[Lanes::splat(0.0); 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            m[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
+        }
+    }
+    m
 }
 
 /// Gram-Schmidt on the columns of a rotation that accumulated round-off (`c2 = c0 x c1`); the
 /// identity in lanes where it degenerates or is not finite.
+///
+/// The frames are products of rotations, so their columns have unit length to a few ulps:
+/// there one Newton step for `1/sqrt(q)` from 1, `(3 - q) / 2`, normalises a column to
+/// rounding (for `|q - 1| = d` the new squared length is `1 - 3 d^2 / 4`) without the square
+/// roots and divisions, which cost a tenth of the local step in the profile. Lanes further
+/// from unit length, degenerate or not finite take the exact Gram-Schmidt, lane by lane.
 #[inline(always)]
 fn orthonormalized(v: &Mat3Lanes) -> Mat3Lanes {
+    let col = |j: usize| [v[0][j], v[1][j], v[2][j]];
+    let dot = |a: &[Lanes; 3], b: &[Lanes; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let near_unit = |q: Lanes| (q - 1.0).abs().lt(Lanes::splat(1e-8));
+    let (c0, c1) = (col(0), col(1));
+    let q0 = dot(&c0, &c0);
+    let f0 = (3.0 - q0) * 0.5;
+    let c0 = [c0[0] * f0, c0[1] * f0, c0[2] * f0];
+    let along = dot(&c0, &c1);
+    let c1 = [
+        c1[0] - c0[0] * along,
+        c1[1] - c0[1] * along,
+        c1[2] - c0[2] * along,
+    ];
+    let q1 = dot(&c1, &c1);
+    let fast = near_unit(q0) & near_unit(q1);
+    let f1 = (3.0 - q1) * 0.5;
+    let c1 = [c1[0] * f1, c1[1] * f1, c1[2] * f1];
+    let mut m = with_cross(c0, c1);
+    if !(!fast).any() {
+        return m;
+    }
+    let exact = gram_schmidt(v);
+    for i in 0..3 {
+        for j in 0..3 {
+            m[i][j] = fast.select(m[i][j], exact[i][j]);
+        }
+    }
+    m
+}
+
+/// The rotation with columns `c0`, `c1`, `c0 x c1`.
+#[inline(always)]
+fn with_cross(c0: [Lanes; 3], c1: [Lanes; 3]) -> Mat3Lanes {
+    let c2 = [
+        c0[1] * c1[2] - c0[2] * c1[1],
+        c0[2] * c1[0] - c0[0] * c1[2],
+        c0[0] * c1[1] - c0[1] * c1[0],
+    ];
+    let mut m = identity_lanes();
+    for i in 0..3 {
+        m[i] = [c0[i], c1[i], c2[i]];
+    }
+    m
+}
+
+/// [`orthonormalized`] with exact normalisation: the identity in lanes where it degenerates or
+/// is not finite.
+#[inline(never)]
+fn gram_schmidt(v: &Mat3Lanes) -> Mat3Lanes {
     let col = |j: usize| [v[0][j], v[1][j], v[2][j]];
     let dot = |a: &[Lanes; 3], b: &[Lanes; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     let (c0, c1) = (col(0), col(1));
     let n0 = dot(&c0, &c0).sqrt();
     let c0 = c0.map(|c| c / n0);
     let along = dot(&c0, &c1);
-    let c1: [Lanes; 3] = std::array::from_fn(|i| c1[i] - c0[i] * along);
+    let c1 = [
+        c1[0] - c0[0] * along,
+        c1[1] - c0[1] * along,
+        c1[2] - c0[2] * along,
+    ];
     let n1 = dot(&c1, &c1).sqrt();
     let ok = n1.gt(Lanes::splat(1e-12)) & c0[0].is_finite() & c0[1].is_finite() & c0[2].is_finite();
     let c1 = c1.map(|c| c / n1);
-    let c2 = [
-        c0[1] * c1[2] - c0[2] * c1[1],
-        c0[2] * c1[0] - c0[0] * c1[2],
-        c0[0] * c1[1] - c0[1] * c1[0],
-    ];
-    let id = identity_lanes();
-    std::array::from_fn(|i| {
-        [
-            ok.select(c0[i], id[i][0]),
-            ok.select(c1[i], id[i][1]),
-            ok.select(c2[i], id[i][2]),
-        ]
-    })
+    let rotation = with_cross(c0, c1);
+    let mut m = identity_lanes();
+    for i in 0..3 {
+        for j in 0..3 {
+            m[i][j] = ok.select(rotation[i][j], m[i][j]);
+        }
+    }
+    m
 }
 
 /// One block: `F`, the warm-started SVD, the projection and the contributions of its tets
@@ -306,9 +367,12 @@ fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]
     let (verts, g, w) = (&blocks.verts[b], &blocks.grads[b], &blocks.weights[b]);
     let mut f = [[Lanes::splat(0.0); 3]; 3];
     for k in 0..4 {
-        let p: [Vec3; LANES] = std::array::from_fn(|l| task.x[verts[k][l] as usize]);
+        let p = verts[k].map(|v| task.x[v as usize]);
         for i in 0..3 {
-            let xi = Lanes(std::array::from_fn(|l| p[l][i]));
+            let mut xi = Lanes::splat(0.0);
+            for l in 0..LANES {
+                xi.0[l] = p[l][i];
+            }
             for j in 0..3 {
                 f[i][j] = f[i][j] + xi * g[k][j];
             }
@@ -335,26 +399,32 @@ fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]
                 }
             }
         }
-        d = std::array::from_fn(|c| d[c] + w[1] * s[c]);
+        for c in 0..3 {
+            d[c] = d[c] + w[1] * s[c];
+        }
     }
     if let Some(limits) = task.limits {
-        d = std::array::from_fn(|c| {
-            let clamped = Lanes(
-                svd.sigma[c]
-                    .0
-                    .map(|x| x.clamp(limits.min_stretch, limits.max_stretch)),
-            );
-            d[c] + w[2] * clamped
-        });
+        for c in 0..3 {
+            let mut clamped = svd.sigma[c];
+            for x in &mut clamped.0 {
+                *x = x.clamp(limits.min_stretch, limits.max_stretch);
+            }
+            d[c] = d[c] + w[2] * clamped;
+        }
     }
     // P = U diag(d) V'.
-    let ud: Mat3Lanes = std::array::from_fn(|i| std::array::from_fn(|k| svd.u[i][k] * d[k]));
-    let p: Mat3Lanes = std::array::from_fn(|i| {
-        std::array::from_fn(|j| ud[i][0] * v[j][0] + ud[i][1] * v[j][1] + ud[i][2] * v[j][2])
-    });
+    let mut p = [[Lanes::splat(0.0); 3]; 3];
+    for i in 0..3 {
+        let ud = [svd.u[i][0] * d[0], svd.u[i][1] * d[1], svd.u[i][2] * d[2]];
+        for j in 0..3 {
+            p[i][j] = ud[0] * v[j][0] + ud[1] * v[j][1] + ud[2] * v[j][2];
+        }
+    }
     for k in 0..4 {
-        let pg: [Lanes; 3] =
-            std::array::from_fn(|i| p[i][0] * g[k][0] + p[i][1] * g[k][1] + p[i][2] * g[k][2]);
+        let mut pg = [Lanes::splat(0.0); 3];
+        for i in 0..3 {
+            pg[i] = p[i][0] * g[k][0] + p[i][1] * g[k][1] + p[i][2] * g[k][2];
+        }
         for (l, tet) in out.iter_mut().enumerate() {
             tet[k] = Vec3::new(pg[0].0[l], pg[1].0[l], pg[2].0[l]);
         }
@@ -401,22 +471,67 @@ mod tests {
         // Within 40 % of rest (the usual strains) it settles every lane; strongly compressed
         // lanes (a stretch below 0.25) and strong expansions whose branch never reaches
         // `prod s = 1` go to the general Newton.
-        assert_eq!([taken[1], taken[2]], [4000, 4000], "{taken:?}");
-        assert!(taken[0] > 1000 && taken[3] > 500, "{taken:?}");
+        let all = 1000 * LANES;
+        assert_eq!([taken[1], taken[2]], [all, all], "{taken:?}");
+        assert!(taken[0] > all / 4 && taken[3] > all / 8, "{taken:?}");
+    }
+
+    #[test]
+    fn frames_are_orthonormalised_lane_by_lane() {
+        let mut rng = Rng(0x0f7a_3e55);
+        let rotation = |rng: &mut Rng| {
+            let axis = Vec3::new(rng.signed(), rng.signed(), rng.signed());
+            *nalgebra::Rotation3::from_scaled_axis(axis * 3.0).matrix()
+        };
+        // Rotations with round-off-sized drift (the fast path), one with a column 1 % long,
+        // one degenerate and one not finite (the exact path), side by side.
+        let mut inputs: Vec<Mat3> = (0..LANES - 3)
+            .map(|_| rotation(&mut rng) + Mat3::from_fn(|_, _| 1e-13 * rng.signed()))
+            .collect();
+        let long = rotation(&mut rng) * Mat3::from_diagonal(&Vec3::new(1.01, 1.0, 1.0));
+        inputs.extend([long, Mat3::zeros(), Mat3::from_element(f64::NAN)]);
+        let lanes_of = |ms: &[Mat3]| -> Mat3Lanes {
+            std::array::from_fn(|i| {
+                std::array::from_fn(|j| Lanes(std::array::from_fn(|l| ms[l][(i, j)])))
+            })
+        };
+        let got = orthonormalized(&lanes_of(&inputs));
+        let lane = |m: &Mat3Lanes, l: usize| Mat3::from_fn(|i, j| m[i][j].0[l]);
+        for (l, input) in inputs.iter().enumerate() {
+            let r = lane(&got, l);
+            if input.iter().all(|x| x.is_finite()) && input.norm() > 0.0 {
+                assert!(
+                    (r.transpose() * r - Mat3::identity()).norm() < 4e-16,
+                    "lane {l}: {r}"
+                );
+                assert!((r.determinant() - 1.0).abs() < 4e-16);
+                // The first column keeps its direction.
+                let c0 = input.column(0).normalize();
+                assert!((r.column(0) - c0).norm() < 1e-15, "lane {l}");
+            } else {
+                assert_eq!(r, Mat3::identity(), "lane {l}");
+            }
+        }
+        // A lane's frame does not depend on its neighbours.
+        let alone: Vec<Mat3> = (0..LANES).map(|_| inputs[0]).collect();
+        let got_alone = orthonormalized(&lanes_of(&alone));
+        assert_eq!(lane(&got_alone, 0), lane(&got, 0));
     }
 
     #[test]
     fn strongly_compressed_and_inverted_lanes_are_left_to_the_general_newton() {
+        // Lanes 4.. repeat lanes 0..4.
+        let lane = |values: [f64; 4]| Lanes(std::array::from_fn(|l| values[l % 4]));
         let lanes = [
-            Lanes([1.0, 0.2, 1.1, 1.0]),
-            Lanes([1.0, 1.0, 1.0, 0.9]),
-            Lanes([1.0, 1.0, -0.5, 0.8]),
+            lane([1.0, 0.2, 1.1, 1.0]),
+            lane([1.0, 1.0, 1.0, 0.9]),
+            lane([1.0, 1.0, -0.5, 0.8]),
         ];
         let (s, converged) = volume_stretches_lanes(lanes);
-        assert_eq!(
-            [0, 1, 2, 3].map(|l| converged.get(l)),
-            [true, false, false, true]
-        );
+        let expected = [true, false, false, true];
+        for l in 0..LANES {
+            assert_eq!(converged.get(l), expected[l % 4], "lane {l}");
+        }
         // At rest the stretches are returned unchanged.
         assert_eq!([s[0].0[0], s[1].0[0], s[2].0[0]], [1.0, 1.0, 1.0]);
     }

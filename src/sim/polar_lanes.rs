@@ -1,4 +1,4 @@
-//! The signed SVD of [`crate::sim::polar::svd3`], four matrices at a time.
+//! The signed SVD of [`crate::sim::polar::svd3`], [`LANES`] matrices at a time.
 //!
 //! Same algorithm, same operations in the same order, lane by lane: scale by the largest entry,
 //! cyclic Jacobi on `F'F` (exact angles, the small-angle series, at most
@@ -14,13 +14,13 @@
 // Index loops read best for the fixed-size 3x3 kernels below.
 #![allow(clippy::needless_range_loop)]
 
-use super::lanes::{LaneMask, Lanes};
+use super::lanes::{LANES, LaneMask, Lanes};
 use super::polar::MAX_SWEEPS;
 
 /// A 3x3 matrix per lane, row-major: `m[i][j]` is entry (i, j) of each lane's matrix.
 pub type Mat3Lanes = [[Lanes; 3]; 3];
 
-/// Four signed SVDs `F = U diag(sigma) V'`, one per lane (see [`crate::sim::polar::Svd3`]).
+/// [`LANES`] signed SVDs `F = U diag(sigma) V'`, one per lane (see [`crate::sim::polar::Svd3`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Svd3Lanes {
     /// Left rotations.
@@ -31,8 +31,8 @@ pub struct Svd3Lanes {
     pub v: Mat3Lanes,
 }
 
-const ZERO: Lanes = Lanes([0.0; 4]);
-const ONE: Lanes = Lanes([1.0; 4]);
+const ZERO: Lanes = Lanes([0.0; LANES]);
+const ONE: Lanes = Lanes([1.0; LANES]);
 
 /// The identity in every lane.
 #[inline(always)]
@@ -183,7 +183,7 @@ fn svd2(a: Lanes, b: Lanes, c: Lanes, d: Lanes) -> (Lanes, Lanes, (Lanes, Lanes)
     (q + r, q - r, (cb, sb), (cg, sg))
 }
 
-/// Signed SVD of four 3x3 matrices; lane `l` equals `svd3` of lane `l`'s matrix.
+/// Signed SVD of [`LANES`] 3x3 matrices; lane `l` equals `svd3` of lane `l`'s matrix.
 #[inline(always)]
 pub fn svd3_lanes(f: &Mat3Lanes) -> Svd3Lanes {
     // 1. Scale by the largest absolute entry.
@@ -291,7 +291,7 @@ mod tests {
     use crate::sim::polar::svd3;
     use crate::sim::test_rng::Rng;
 
-    fn lanes_of(ms: &[Mat3; 4]) -> Mat3Lanes {
+    fn lanes_of(ms: &[Mat3; LANES]) -> Mat3Lanes {
         std::array::from_fn(|i| std::array::from_fn(|j| Lanes(ms.map(|m| m[(i, j)]))))
     }
 
@@ -312,8 +312,10 @@ mod tests {
         m.iter().map(|x| x.to_bits()).collect()
     }
 
-    /// Every lane of `svd3_lanes` is bit-identical to `svd3` of its matrix.
-    fn assert_matches_scalar(ms: [Mat3; 4]) {
+    /// Every lane of `svd3_lanes` is bit-identical to `svd3` of its matrix; `ms` fills the
+    /// lanes in turn (repeated where it holds fewer than [`LANES`]).
+    fn assert_matches_scalar(ms: &[Mat3]) {
+        let ms: [Mat3; LANES] = std::array::from_fn(|l| ms[l % ms.len()]);
         let got = svd3_lanes(&lanes_of(&ms));
         for (l, m) in ms.iter().enumerate() {
             let want = svd3(m);
@@ -334,6 +336,7 @@ mod tests {
     fn every_lane_is_bit_identical_to_the_scalar_svd() {
         let mut rng = Rng(0x5eed_1a4e);
         let reflect = Mat3::from_diagonal(&Vec3::new(1.0, 1.0, -1.0));
+        let mut lanes = Vec::new();
         for _ in 0..500 {
             let random = Mat3::from_fn(|_, _| 2.0 * rng.signed());
             let r = rotation(&mut rng);
@@ -348,13 +351,17 @@ mod tests {
                 range(&mut rng, 0.5, 1.0),
                 range(&mut rng, -1e-9, 1e-9),
             ));
-            assert_matches_scalar([random, near_rotation, reflected, near_singular]);
+            lanes.extend([random, near_rotation, reflected, near_singular]);
+            if lanes.len() == LANES {
+                assert_matches_scalar(&lanes);
+                lanes.clear();
+            }
         }
         // Degenerate and special lanes side by side with ordinary ones.
         let rank_one = Mat3::new(1.0, 2.0, 3.0, 2.0, 4.0, 6.0, -1.0, -2.0, -3.0);
         let inverted = Mat3::from_diagonal(&Vec3::new(-0.5, 1.0, 1.0));
-        assert_matches_scalar([Mat3::zeros(), Mat3::identity(), rank_one, inverted]);
-        assert_matches_scalar([
+        assert_matches_scalar(&[Mat3::zeros(), Mat3::identity(), rank_one, inverted]);
+        assert_matches_scalar(&[
             Mat3::from_element(f64::NAN),
             Mat3::identity() * 1e-200,
             Mat3::identity() * 1e200,

@@ -163,8 +163,9 @@ pub fn volume_stretches_lanes(sigma: [Lanes; 3]) -> ([Lanes; 3], LaneMask) {
     if !(!done).any() {
         return (out, converged);
     }
-    let inverse_squares = 1.0 / (a * a) + 1.0 / (b * b) + 1.0 / (c * c);
-    let mut l = (1.0 - product) / (product * inverse_squares);
+    // `(1 - P) / (P sum sigma_i^-2)` with one division: `P^2 = a^2 b^2 c^2`.
+    let (a2, b2, c2) = (a * a, b * b, c * c);
+    let mut l = (1.0 - product) * product / (b2 * c2 + a2 * c2 + a2 * b2);
     for _ in 0..MULTIPLIER_NEWTON_ITERATIONS {
         let (ra, rb, rc) = (
             (a * a + 4.0 * l).sqrt(),
@@ -184,8 +185,10 @@ pub fn volume_stretches_lanes(sigma: [Lanes; 3]) -> ([Lanes; 3], LaneMask) {
         if !(!done).any() {
             break;
         }
-        let slope = sb * sc / ra + sa * sc / rb + sa * sb / rc;
-        l = l - residual / slope;
+        // `residual / slope`, `slope = sb sc / ra + sa sc / rb + sa sb / rc`, with one division.
+        let (rab, rac, rbc) = (ra * rb, ra * rc, rb * rc);
+        let slope_times_r = sb * sc * rbc + sa * sc * rac + sa * sb * rab;
+        l = l - residual * (rab * rc) / slope_times_r;
     }
     (out, converged)
 }

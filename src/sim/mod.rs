@@ -13,7 +13,7 @@
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
 //! | [`lanes`] | four `f64` lanes and masks for the vectorised kernels |
 //! | [`polar_lanes`] | the signed SVD four matrices at a time |
-//! | [`local_step`] | the vectorised PD local step over tets in blocks of four |
+//! | [`local_step`] | the vectorised PD local step over tets in blocks of eight |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
 //! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |

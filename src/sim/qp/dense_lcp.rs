@@ -1,6 +1,7 @@
-//! A small dense LCP: `w = S lambda + q >= 0`, `lambda >= 0`, `lambda' w = 0` for a symmetric
-//! positive definite `S` (the minimiser of `1/2 lambda' S lambda + q' lambda` over
-//! `lambda >= 0`): the dual of a contact QP in the contact subspace, where `S = J A^-1 J'` is
+//! An LCP solved with dense subspace steps: `w = S lambda + q >= 0`, `lambda >= 0`,
+//! `lambda' w = 0` for a symmetric positive definite `S`, stored by its nonzero rows
+//! ([`SymmetricRows`]): the minimiser of `1/2 lambda' S lambda + q' lambda` over
+//! `lambda >= 0`, the dual of a contact QP in the contact subspace, where `S = J A^-1 J'` is
 //! the Schur complement of the contact rows (see
 //! [`crate::sim::inverse_columns::InverseColumns`]).
 //!
@@ -40,16 +41,112 @@ pub struct DenseLcpStats {
     pub converged: bool,
 }
 
+/// A symmetric matrix stored by rows, nonzeros only: `entries[row_ptr[j]..row_ptr[j + 1]]`
+/// are row `j`'s `(column, value)` in increasing column order, the diagonal among them and in
+/// `diagonal` too. Contact rows on different bodies do not couple, so in an island of many
+/// bodies `S` is mostly zeros; built row by row, its `m^2` zeros never reach memory.
+#[derive(Debug, Clone, Default)]
+pub struct SymmetricRows {
+    /// Start of each row in `entries`, plus the end.
+    pub row_ptr: Vec<usize>,
+    /// `(column, value)` of the nonzeros, row after row.
+    pub entries: Vec<(u32, f64)>,
+    /// The diagonal.
+    pub diagonal: Vec<f64>,
+}
+
+impl SymmetricRows {
+    /// Rows.
+    pub fn dim(&self) -> usize {
+        self.diagonal.len()
+    }
+
+    /// Empties the matrix (keeping its buffers) to build it again row by row with
+    /// [`SymmetricRows::push`] and [`SymmetricRows::end_row`].
+    pub fn clear(&mut self) {
+        self.row_ptr.clear();
+        self.row_ptr.push(0);
+        self.entries.clear();
+        self.diagonal.clear();
+    }
+
+    /// Appends entry `(column, value)` to the row being built (columns in increasing order).
+    pub fn push(&mut self, column: u32, value: f64) {
+        self.entries.push((column, value));
+    }
+
+    /// Ends the row being built, whose diagonal entry is `diagonal`.
+    pub fn end_row(&mut self, diagonal: f64) {
+        self.row_ptr.push(self.entries.len());
+        self.diagonal.push(diagonal);
+    }
+
+    /// The nonzeros of the row-major `m x m` matrix `s`.
+    pub fn from_dense(&mut self, s: &[f64], m: usize) {
+        self.clear();
+        for j in 0..m {
+            for (k, &v) in s[j * m..(j + 1) * m].iter().enumerate() {
+                if v != 0.0 {
+                    self.push(k as u32, v);
+                }
+            }
+            self.end_row(s[j * m + j]);
+        }
+    }
+
+    /// The whole matrix from its upper triangle `upper` (each row's entries at columns from its
+    /// own on, the diagonal first), `cursor` being scratch: row `r` is the upper rows' entries
+    /// at column `r` (as columns `j < r`, in increasing order) followed by upper row `r`.
+    pub fn from_upper(&mut self, upper: &SymmetricRows, cursor: &mut Vec<usize>) {
+        let m = upper.dim();
+        cursor.clear();
+        cursor.resize(m + 1, 0);
+        for j in 0..m {
+            cursor[j + 1] += upper.row(j).len();
+            for &(k, _) in upper.row(j) {
+                if k as usize > j {
+                    cursor[k as usize + 1] += 1;
+                }
+            }
+        }
+        for r in 0..m {
+            cursor[r + 1] += cursor[r];
+        }
+        self.row_ptr.clear();
+        self.row_ptr.extend_from_slice(cursor);
+        self.entries.clear();
+        self.entries.resize(cursor[m], (0, 0.0));
+        self.diagonal.clear();
+        self.diagonal.extend_from_slice(&upper.diagonal);
+        for j in 0..m {
+            for &(k, v) in upper.row(j) {
+                if k as usize > j {
+                    self.entries[cursor[k as usize]] = (j as u32, v);
+                    cursor[k as usize] += 1;
+                }
+            }
+        }
+        for (r, &end) in self.row_ptr[1..].iter().enumerate() {
+            let row = upper.row(r);
+            self.entries[end - row.len()..end].copy_from_slice(row);
+        }
+    }
+
+    /// Row `j`'s nonzeros.
+    #[inline]
+    pub fn row(&self, j: usize) -> &[(u32, f64)] {
+        &self.entries[self.row_ptr[j]..self.row_ptr[j + 1]]
+    }
+}
+
 /// Reusable buffers of the solver.
 #[derive(Default)]
 pub struct DenseLcp {
     active: Vec<usize>,
+    /// Per row: its place in `active`, or `u32::MAX`.
+    active_at: Vec<u32>,
     factor: Vec<f64>,
     candidate: Vec<f64>,
-    /// The nonzeros of the matrix by row: `entries[row_ptr[j]..row_ptr[j + 1]]` are row `j`'s
-    /// `(column, value)`.
-    row_ptr: Vec<usize>,
-    entries: Vec<(u32, f64)>,
     /// faer's factorization scratch, for active sets up to `mem_dim`.
     mem: Option<MemBuffer>,
     mem_dim: usize,
@@ -71,40 +168,25 @@ const SWEEPS_PER_REFINEMENT: usize = 3;
 pub const MAX_EXACT_ACTIVE: usize = 384;
 
 impl DenseLcp {
-    /// Solves the LCP of the row-major `m x m` matrix `s` and vector `q`, starting from
-    /// `lambda` (clamped to `>= 0`) and writing the solution there. Stops where the
-    /// natural-map residual is at most `tolerance` (the units of `q`), or unconverged after
+    /// Solves the LCP of the symmetric positive definite matrix `s` and the vector `q`,
+    /// starting from `lambda` (clamped to `>= 0`) and writing the solution there. Stops where
+    /// the natural-map residual is at most `tolerance` (the units of `q`), or unconverged after
     /// `max_sweeps` or once the candidate active set exceeds [`MAX_EXACT_ACTIVE`].
     pub fn solve(
         &mut self,
-        s: &[f64],
+        s: &SymmetricRows,
         q: &[f64],
         lambda: &mut [f64],
         tolerance: f64,
         max_sweeps: usize,
     ) -> DenseLcpStats {
         let m = q.len();
-        debug_assert_eq!(s.len(), m * m);
+        debug_assert_eq!(s.dim(), m);
         debug_assert_eq!(lambda.len(), m);
         let mut stats = DenseLcpStats::default();
         lambda.iter_mut().for_each(|l| *l = l.max(0.0));
-        // The nonzeros of `s` by row: contact rows on different bodies do not couple, so in an
-        // island of many bodies the sweeps and residuals run over a fraction of the dense rows.
-        self.row_ptr.clear();
-        self.entries.clear();
-        self.row_ptr.push(0);
-        for j in 0..m {
-            self.entries.extend(
-                s[j * m..(j + 1) * m]
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &v)| v != 0.0)
-                    .map(|(k, &v)| (k as u32, v)),
-            );
-            self.row_ptr.push(self.entries.len());
-        }
         loop {
-            stats.residual = self.residual(s, q, lambda);
+            stats.residual = residual(s, q, lambda);
             if stats.residual <= tolerance {
                 stats.converged = true;
                 return stats;
@@ -114,8 +196,8 @@ impl DenseLcp {
             }
             for _ in 0..SWEEPS_PER_REFINEMENT {
                 for j in 0..m {
-                    let w = self.row_times(j, lambda) + q[j];
-                    lambda[j] = (lambda[j] - w / s[j * m + j]).max(0.0);
+                    let w = row_times(s, j, lambda) + q[j];
+                    lambda[j] = (lambda[j] - w / s.diagonal[j]).max(0.0);
                 }
                 stats.sweeps += 1;
             }
@@ -129,32 +211,9 @@ impl DenseLcp {
         }
     }
 
-    /// Row `j` of `s` times `lambda`, over the row's nonzeros.
-    fn row_times(&self, j: usize, lambda: &[f64]) -> f64 {
-        self.entries[self.row_ptr[j]..self.row_ptr[j + 1]]
-            .iter()
-            .map(|&(k, v)| v * lambda[k as usize])
-            .sum()
-    }
-
-    /// `max_j |min(lambda_j S_jj, w_j)|` with `w = S lambda + q`.
-    fn residual(&self, s: &[f64], q: &[f64], lambda: &[f64]) -> f64 {
-        let m = q.len();
-        let mut worst: f64 = 0.0;
-        for j in 0..m {
-            let w = self.row_times(j, lambda) + q[j];
-            let r = (lambda[j] * s[j * m + j]).min(w);
-            if !r.is_finite() {
-                return f64::INFINITY;
-            }
-            worst = worst.max(r.abs());
-        }
-        worst
-    }
-
     /// The subspace minimisation: `lambda_A` moved toward the minimiser over the candidate
     /// active set as far as `lambda_A >= 0` allows. Returns whether it moved.
-    fn refine(&mut self, s: &[f64], q: &[f64], lambda: &mut [f64]) -> bool {
+    fn refine(&mut self, s: &SymmetricRows, q: &[f64], lambda: &mut [f64]) -> bool {
         let m = q.len();
         self.active.clear();
         self.active.extend((0..m).filter(|&j| lambda[j] > 0.0));
@@ -162,11 +221,21 @@ impl DenseLcp {
         if k == 0 || k > MAX_EXACT_ACTIVE {
             return false;
         }
-        // `S_AA` is symmetric: gathered row by row, it is also its column-major self.
+        // `S_AA` is symmetric: scattered row by row, it is also its column-major self.
+        self.active_at.clear();
+        self.active_at.resize(m, u32::MAX);
+        for (i, &a) in self.active.iter().enumerate() {
+            self.active_at[a] = i as u32;
+        }
         self.factor.clear();
-        for &a in &self.active {
-            self.factor
-                .extend(self.active.iter().map(|&b| s[a * m + b]));
+        self.factor.resize(k * k, 0.0);
+        for (i, &a) in self.active.iter().enumerate() {
+            for &(c, v) in s.row(a) {
+                let at = self.active_at[c as usize];
+                if at != u32::MAX {
+                    self.factor[i * k + at as usize] = v;
+                }
+            }
         }
         let params = Spec::<LltParams, f64>::default();
         if self.mem.is_none() || self.mem_dim < k {
@@ -225,10 +294,38 @@ impl DenseLcp {
     }
 }
 
+/// Row `j` of `s` times `lambda`, over the row's nonzeros.
+#[inline]
+fn row_times(s: &SymmetricRows, j: usize, lambda: &[f64]) -> f64 {
+    s.row(j).iter().map(|&(k, v)| v * lambda[k as usize]).sum()
+}
+
+/// `max_j |min(lambda_j S_jj, w_j)|` with `w = S lambda + q`.
+fn residual(s: &SymmetricRows, q: &[f64], lambda: &[f64]) -> f64 {
+    let m = q.len();
+    let mut worst: f64 = 0.0;
+    for j in 0..m {
+        let w = row_times(s, j, lambda) + q[j];
+        let r = (lambda[j] * s.diagonal[j]).min(w);
+        if !r.is_finite() {
+            return f64::INFINITY;
+        }
+        worst = worst.max(r.abs());
+    }
+    worst
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sim::test_rng::Rng;
+
+    /// The nonzeros of the row-major `m x m` matrix `s`.
+    fn rows(s: &[f64], m: usize) -> SymmetricRows {
+        let mut rows = SymmetricRows::default();
+        rows.from_dense(s, m);
+        rows
+    }
 
     /// Unblocked row-major Cholesky, the enumeration's own (independent of faer's).
     fn cholesky_in_place(a: &mut [f64], k: usize) -> bool {
@@ -325,7 +422,7 @@ mod tests {
                 let (s, q) = random_lcp(&mut rng, m);
                 let exact = enumerate(&s, &q);
                 let mut lambda = vec![0.0; m];
-                let stats = solver.solve(&s, &q, &mut lambda, 1e-12, 10_000);
+                let stats = solver.solve(&rows(&s, m), &q, &mut lambda, 1e-12, 10_000);
                 assert!(stats.converged, "{m}: {stats:?}");
                 for (a, b) in lambda.iter().zip(&exact) {
                     assert!((a - b).abs() < 1e-8, "{m}: {lambda:?} vs {exact:?}");
@@ -366,7 +463,7 @@ mod tests {
         let q: Vec<f64> = (0..m).map(|_| rng.signed() * 3.0).collect();
         let mut solver = DenseLcp::default();
         let mut lambda = vec![0.0; m];
-        let stats = solver.solve(&s, &q, &mut lambda, 1e-11, 10_000);
+        let stats = solver.solve(&rows(&s, m), &q, &mut lambda, 1e-11, 10_000);
         assert!(stats.converged, "{stats:?}");
         for j in 0..m {
             let w: f64 = (0..m).map(|k| s[j * m + k] * lambda[k]).sum::<f64>() + q[j];
@@ -374,6 +471,38 @@ mod tests {
             assert!((lambda[j] * w).abs() < 1e-9, "{j}: {} {w}", lambda[j]);
         }
         assert!(lambda.iter().filter(|&&l| l > 0.0).count() > 10);
+    }
+
+    /// A matrix rebuilt from its upper triangle is the matrix.
+    #[test]
+    fn the_upper_triangle_gives_the_whole_matrix() {
+        let mut rng = Rng(3);
+        let m = 9;
+        let (mut s, _) = random_lcp(&mut rng, m);
+        // Zeros between blocks, as between rows on different bodies.
+        for j in 0..m {
+            for k in 0..m {
+                if (j / 3 + k / 3) % 3 == 1 && j != k {
+                    s[j * m + k] = 0.0;
+                }
+            }
+        }
+        let mut upper = SymmetricRows::default();
+        upper.clear();
+        for j in 0..m {
+            for k in j..m {
+                if s[j * m + k] != 0.0 {
+                    upper.push(k as u32, s[j * m + k]);
+                }
+            }
+            upper.end_row(s[j * m + j]);
+        }
+        let mut whole = SymmetricRows::default();
+        whole.from_upper(&upper, &mut Vec::new());
+        let dense = rows(&s, m);
+        assert_eq!(whole.row_ptr, dense.row_ptr);
+        assert_eq!(whole.entries, dense.entries);
+        assert_eq!(whole.diagonal, dense.diagonal);
     }
 
     /// A warm start at the solution needs no sweep; the exact refinement ends a solve long
@@ -384,9 +513,10 @@ mod tests {
         let mut solver = DenseLcp::default();
         let (s, q) = random_lcp(&mut rng, 40);
         let mut lambda = vec![0.0; 40];
-        let cold = solver.solve(&s, &q, &mut lambda, 1e-10, 100_000);
+        let sparse = rows(&s, 40);
+        let cold = solver.solve(&sparse, &q, &mut lambda, 1e-10, 100_000);
         assert!(cold.converged && cold.refinements > 0, "{cold:?}");
-        let warm = solver.solve(&s, &q, &mut lambda, 1e-10, 100_000);
+        let warm = solver.solve(&sparse, &q, &mut lambda, 1e-10, 100_000);
         assert_eq!(warm.sweeps, 0, "{warm:?}");
         let mut plain = vec![0.0; 40];
         let mut sweeps = 0;

@@ -365,7 +365,13 @@ pub(crate) struct Island {
     /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
     lambda_prev: Vec<f64>,
     /// Scratch of the contact-subspace solve ([`dual`]).
-    dual_s: Vec<f64>,
+    dual_s: crate::sim::qp::dense_lcp::SymmetricRows,
+    dual_upper: crate::sim::qp::dense_lcp::SymmetricRows,
+    dual_accumulator: Vec<f64>,
+    dual_columns: Vec<u32>,
+    dual_cursor: Vec<usize>,
+    /// Per world body: the range of its entries in `dual_entries`.
+    dual_body_entries: Vec<(u32, u32)>,
     dual_q: Vec<f64>,
     dual_delta: Vec<Vec3>,
     dual_touched: Vec<u32>,

@@ -11,8 +11,8 @@
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
 //! | [`material`] | [`SoftMaterial`] and its Lame parameters |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
-//! | [`lanes`] | four `f64` lanes and masks for the vectorised kernels |
-//! | [`polar_lanes`] | the signed SVD four matrices at a time |
+//! | [`lanes`] | eight `f64` lanes and masks for the vectorised kernels |
+//! | [`polar_lanes`] | the signed SVD eight matrices at a time |
 //! | [`local_step`] | the vectorised PD local step over tets in blocks of eight |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |

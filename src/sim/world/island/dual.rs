@@ -14,9 +14,9 @@
 //! the members, so an entry of `S` pairs the terms of two rows on one body, each a lookup in a
 //! column. Solved to rounding, the step is exact: the QP leaves no stationarity error
 //! (`Island::kkt` is zero), where MPRGP stops at its tolerance. It costs, per PD iteration,
-//! `S`'s nonzeros (built row by row, upper triangle only, then mirrored: a pile's island of
-//! 20 bodies and about 600 rows has a few percent of its `m^2` entries nonzero, and the dense
-//! `m x m` matrix this replaced was 3-5 MB to clear and fill every iteration), the LCP, and
+//! `S`'s nonzeros (built row by row, upper triangle only, then mirrored: only rows on a common
+//! body couple, and the dense `m x m` matrix this replaced was 3-5 MB to clear and fill every
+//! iteration in the `pile` example's island of about 600-770 rows), the LCP, and
 //! one pass over each body per vertex with a contact force; the columns themselves are
 //! computed once per vertex while the factor stands
 //! ([`crate::sim::world::body::SoftBody`]'s workspace keeps them).

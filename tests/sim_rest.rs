@@ -311,8 +311,13 @@ fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
             "{fastest} m/s"
         );
         // Apart after 2 s: no vertex inside the other body, the centres at least a cube's
-        // width apart (to 1 cm), the extents overlapping by at most `overlap`, and both still
-        // where they were spawned along z.
+        // width apart (to 1 cm), the extents overlapping by at most `overlap`, and both near
+        // where they were spawned along z. The spawn is mirror-symmetric in z, but the cubes'
+        // side faces are coplanar: which of the vertices lying on the other's face planes count
+        // as behind them (and are pushed out sideways while the overlap is shallow) is decided
+        // by round-off. Over 32 spawns moved by multiples of 1.37 nm along x the drift was up to
+        // 1.4 cm (foam) while each cube travelled about 7-20 cm; the bound is a tenth of the
+        // 25 cm overlap.
         let xl = world.positions(left).unwrap();
         let xr = world.positions(right).unwrap();
         let inside = [
@@ -331,7 +336,7 @@ fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
         );
         for x in [xl, xr] {
             assert!(
-                centroid(x).z.abs() < 0.01,
+                centroid(x).z.abs() < 0.025,
                 "pushed sideways: {:?}",
                 centroid(x)
             );

@@ -200,6 +200,23 @@ pub fn chopped_gradient(
     beta: &mut [Vec3],
 ) {
     beta.iter_mut().for_each(|b| *b = Vec3::zeros());
+    chopped_gradient_at_rows(rows, groups, active, g, beta);
+}
+
+/// [`chopped_gradient`] written at the rows' vertices only, leaving `beta` elsewhere as it is
+/// (for a caller that keeps it zero there).
+pub fn chopped_gradient_at_rows(
+    rows: &[ConstraintRow],
+    groups: &RowGroups,
+    active: &[bool],
+    g: &[Vec3],
+    beta: &mut [Vec3],
+) {
+    for row in rows {
+        for (v, _) in row.entries() {
+            beta[v] = Vec3::zeros();
+        }
+    }
     for gi in 0..groups.len() {
         let members = groups.group(gi);
         if members.len() == 1 {

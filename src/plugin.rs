@@ -77,6 +77,10 @@ pub struct DeformableConfig {
     /// Chebyshev acceleration of the PD iterations: the estimated spectral radius of the plain
     /// iteration, in `[0, 1)` (0: off); see [`WorldSettings::chebyshev_rho`]. Default: 0.7.
     pub chebyshev_rho: f32,
+    /// Anderson acceleration of the PD iterations: how many past iterations the next one
+    /// combines (0: off, then Chebyshev; at most [`sim::MAX_ANDERSON_WINDOW`]); see
+    /// [`WorldSettings::anderson_window`]. Default: 0.
+    pub anderson_window: u32,
     /// Solve contact QPs exactly in the contact subspace where the bodies' cached `A^-1`
     /// columns allow (see [`WorldSettings::contact_subspace`]), else by MPRGP. Default: true.
     pub contact_subspace: bool,
@@ -145,6 +149,7 @@ impl Default for DeformableConfig {
             pd_iterations: w.pd_iterations as u32,
             pd_tolerance: w.pd_tolerance as f32,
             chebyshev_rho: w.chebyshev_rho as f32,
+            anderson_window: w.anderson_window as u32,
             contact_subspace: w.contact_subspace,
             mprgp_tolerance: w.mprgp.tolerance as f32,
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
@@ -204,6 +209,7 @@ impl DeformableConfig {
         } else {
             d.chebyshev_rho
         };
+        settings.anderson_window = (self.anderson_window as usize).min(sim::MAX_ANDERSON_WINDOW);
         settings.contact_subspace = self.contact_subspace;
         settings.mprgp.tolerance = or_default(self.mprgp_tolerance, d.mprgp.tolerance);
         settings.mprgp.max_iterations = (self.mprgp_max_iterations as usize).max(1);

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bevy_deformable::sim::{
-    Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    Obstacle, SUGGESTED_ANDERSON_WINDOW, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3,
+    WorldSettings,
 };
 
 struct Counting;
@@ -35,33 +36,37 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn warm_steps_do_not_allocate() {
-    // Awake steps: with sleeping on, the resting cubes would soon be skipped.
-    let mut world = SoftWorld::new(WorldSettings {
-        sleeping: Sleeping::OFF,
-        ..WorldSettings::default()
-    });
-    for i in 0..2 {
+    // With the default acceleration and with Anderson's (its history is sized once).
+    for anderson_window in [0, SUGGESTED_ANDERSON_WINDOW] {
+        // Awake steps: with sleeping on, the resting cubes would soon be skipped.
+        let mut world = SoftWorld::new(WorldSettings {
+            sleeping: Sleeping::OFF,
+            anderson_window,
+            ..WorldSettings::default()
+        });
+        for i in 0..2 {
+            world
+                .add_body(
+                    Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3)),
+                    SoftMaterial::RUBBER,
+                    Vec3::new(i as f64, 0.21, 0.0),
+                )
+                .unwrap();
+        }
         world
-            .add_body(
-                Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3)),
-                SoftMaterial::RUBBER,
-                Vec3::new(i as f64, 0.21, 0.0),
-            )
+            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
             .unwrap();
+        // Warm up: factorizations, workspaces, contact buffers at their resting size.
+        for _ in 0..60 {
+            world.step(1.0 / 60.0).unwrap();
+        }
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        for _ in 0..30 {
+            world.step(1.0 / 60.0).unwrap();
+        }
+        let per_step = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / 30.0;
+        println!("anderson window {anderson_window}: allocations per warm step: {per_step}");
+        // Not one allocation per step (a rare buffer growth when a contact set peaks is fine).
+        assert!(per_step < 0.5, "{per_step} allocations per warm step");
     }
-    world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
-        .unwrap();
-    // Warm up: factorizations, workspaces, contact buffers at their resting size.
-    for _ in 0..60 {
-        world.step(1.0 / 60.0).unwrap();
-    }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    for _ in 0..30 {
-        world.step(1.0 / 60.0).unwrap();
-    }
-    let per_step = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / 30.0;
-    println!("allocations per warm step: {per_step}");
-    // Not one allocation per step (a rare buffer growth when a contact set peaks is fine).
-    assert!(per_step < 0.5, "{per_step} allocations per warm step");
 }

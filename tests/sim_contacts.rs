@@ -6,8 +6,8 @@ use std::sync::Arc;
 use bevy_deformable::sim::contact::{FrictionModel, closest_point_on_triangle};
 use bevy_deformable::sim::embed::barycentric;
 use bevy_deformable::sim::{
-    BodyHandle, CombineRule, Obstacle, Settling, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3,
-    WorldSettings,
+    BodyHandle, CombineRule, Obstacle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftMaterial,
+    SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 use nalgebra::UnitQuaternion;
 
@@ -615,20 +615,28 @@ fn a_pile_poured_into_a_bucket_settles_without_freezing() {
 
 #[test]
 fn coupled_bodies_are_deterministic_and_independent_of_the_thread_count() {
-    let run = || {
-        let (world, bodies, _) = drop_stack(3, WorldSettings::default());
-        bodies
-            .iter()
-            .flat_map(|&b| world.positions(b).unwrap().to_vec())
-            .collect::<Vec<Vec3>>()
-    };
-    let first = run();
-    assert_eq!(first, run());
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    assert_eq!(first, pool.install(run));
+    // With the default acceleration (Chebyshev) and with Anderson's, whose sums run over an
+    // island's members in order.
+    for anderson_window in [0, SUGGESTED_ANDERSON_WINDOW] {
+        let run = || {
+            let settings = WorldSettings {
+                anderson_window,
+                ..WorldSettings::default()
+            };
+            let (world, bodies, _) = drop_stack(3, settings);
+            bodies
+                .iter()
+                .flat_map(|&b| world.positions(b).unwrap().to_vec())
+                .collect::<Vec<Vec3>>()
+        };
+        let first = run();
+        assert_eq!(first, run());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        assert_eq!(first, pool.install(run));
+    }
 }
 
 /// A rubber block on a soft slab that rests on a 30-degree slope; returns how far (m) the block

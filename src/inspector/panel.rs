@@ -19,6 +19,7 @@ use crate::grab::GrabTool;
 use crate::history::StepHistory;
 use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, FrictionModel};
+use crate::sim::MAX_ANDERSON_WINDOW;
 use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
 
 /// The frame budget line of the timing plot (ms).
@@ -305,7 +306,14 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
                 .smallest_positive(1e-6)
                 .text("PD tolerance (0: all iterations)"),
         );
-        ui.add(egui::Slider::new(&mut c.chebyshev_rho, 0.0..=0.95).text("Chebyshev rho (0: off)"));
+        ui.add(
+            egui::Slider::new(&mut c.anderson_window, 0..=MAX_ANDERSON_WINDOW as u32)
+                .text("Anderson window (0: off)"),
+        );
+        ui.add_enabled(
+            c.anderson_window == 0,
+            egui::Slider::new(&mut c.chebyshev_rho, 0.0..=0.95).text("Chebyshev rho (0: off)"),
+        );
         egui::ComboBox::from_label("friction model")
             .selected_text(format!("{:?}", c.friction_model))
             .show_ui(ui, |ui| {

@@ -55,6 +55,7 @@ pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
     BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE,
-    DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason, MAX_PD_ITERATIONS, MAX_SUBSTEPS,
-    ObstacleHandle, Settling, Sleeping, SoftWorld, StepReport, WorldError, WorldSettings,
+    DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason, MAX_ANDERSON_WINDOW, MAX_PD_ITERATIONS,
+    MAX_SUBSTEPS, ObstacleHandle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftWorld,
+    StepReport, WorldError, WorldSettings,
 };

@@ -42,6 +42,8 @@ pub(crate) struct Workspace {
     /// The right-hand side of the PD iteration before the previous one (N), the Chebyshev
     /// extrapolation's second point.
     pub b_before: Vec<Vec3>,
+    /// This body's share of the Anderson history (the step's `anderson` module).
+    pub anderson: super::step::anderson::AndersonHistory,
     /// The current iterate's residual, squared (N^2; see the step's `residual` module).
     pub residual2: f64,
     /// The step's residual scale, squared (N^2).

@@ -32,6 +32,7 @@ pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
 pub use settling::Settling;
 pub use sleeping::Sleeping;
 pub use step::ContactPoint;
+pub use step::anderson::MAX_ANDERSON_WINDOW;
 
 use super::contact::{ContactLcp, LcpSettings, Obstacle, ObstacleError};
 use super::embed::EmbeddedPoint;
@@ -64,6 +65,15 @@ pub struct WorldSettings {
     /// sequence restarts wherever the residual grows or the contacts change. Default:
     /// [`DEFAULT_CHEBYSHEV_RHO`].
     pub chebyshev_rho: f64,
+    /// Anderson acceleration of the PD iterations (Peng et al. 2018): how many past iterations
+    /// the next one combines, `0..=`[`MAX_ANDERSON_WINDOW`]; 0 turns it off. Where on, it
+    /// replaces the Chebyshev weights ([`Self::chebyshev_rho`] is then unused). The history
+    /// restarts wherever the residual grows or the contacts change. It pays where the motion
+    /// is mostly elastic (bodies swinging, hanging, thrown, or squashed and released); in
+    /// contact-rich scenes it is no better than Chebyshev, and it lets folded layers of a
+    /// self-colliding body pass through each other more often (see [`SUGGESTED_ANDERSON_WINDOW`]).
+    /// Default: 0 (off).
+    pub anderson_window: usize,
     /// MPRGP settings of the constrained global steps, which are solved about the bodies'
     /// inertial prediction (`Mprgp::solve_about`): the tolerance is relative to the force that
     /// moves them from there, the same wherever they are in the world. Default: tolerance
@@ -143,6 +153,7 @@ impl Default for WorldSettings {
             pd_iterations: 10,
             pd_tolerance: DEFAULT_PD_TOLERANCE,
             chebyshev_rho: DEFAULT_CHEBYSHEV_RHO,
+            anderson_window: 0,
             mprgp: MprgpSettings {
                 tolerance: DEFAULT_MPRGP_TOLERANCE,
                 ..MprgpSettings::default()
@@ -189,6 +200,21 @@ pub const DEFAULT_PD_TOLERANCE: f64 = 1e-3;
 /// material converges more slowly (a larger true `rho`), which 0.7 only under-accelerates.
 pub const DEFAULT_CHEBYSHEV_RHO: f64 = 0.7;
 
+/// The [`WorldSettings::anderson_window`] to turn Anderson acceleration on with: 5. Measured
+/// against Chebyshev at 0.7 at equal iterations (10 per step, relative residuals over 120
+/// steps): a 1,000-vertex rubber cube stretched 30 % along x and squeezed 10 % along z,
+/// falling freely, 5.0e-7 against 1.4e-5 (geometric mean), and landing on a floor 2.6e-4
+/// against 3.1e-4 (median); the armadillo toppling over 2.9e-2 against 3.0e-2; the `pile`
+/// example's twenty bodies 0.45 against 0.47 (window 3 about the same). A 64-vertex cube
+/// stretched by 20 % ends its first step 0.06 mm from the implicit step's solution after 10
+/// iterations, against 0.43 mm (Chebyshev). Near rest the combinations lower the residual
+/// faster than the distance from the solution (a landed cube: 3 iterations to 4.2e-5 at
+/// 0.41 um, where Chebyshev took 5 to 8.8e-5 at 0.28 um).
+/// Off by default: a bar folded onto itself with self-collision crossed itself at 20 triangle
+/// pairs with it against 4 with Chebyshev (`tests/sim_contacts.rs`), the combined right-hand
+/// sides carrying the layers further between re-detections.
+pub const SUGGESTED_ANDERSON_WINDOW: usize = 5;
+
 /// The most substeps per [`SoftWorld::step`] accepted by [`WorldSettings::validate`].
 pub const MAX_SUBSTEPS: usize = 64;
 
@@ -201,7 +227,7 @@ impl WorldSettings {
     /// # Errors
     /// [`WorldError::InvalidSetting`] naming the first offending field: a non-finite gravity,
     /// `substeps` outside `1..=`[`MAX_SUBSTEPS`], `pd_iterations` outside
-    /// `1..=`[`MAX_PD_ITERATIONS`], an MPRGP tolerance, gamma or iteration cap that is not
+    /// `1..=`[`MAX_PD_ITERATIONS`], an `anderson_window` over [`MAX_ANDERSON_WINDOW`], an MPRGP tolerance, gamma or iteration cap that is not
     /// positive, a negative or non-finite PD tolerance, margin, skin, depth limit, restitution threshold or
     /// depenetration speed, a `max_speed` or `runaway_energy_factor` that is not positive, LCP
     /// tolerances that are negative or not finite, or settling or sleeping values that are
@@ -216,6 +242,9 @@ impl WorldSettings {
         }
         if !(1..=MAX_PD_ITERATIONS).contains(&self.pd_iterations) {
             return bad("pd_iterations", self.pd_iterations as f64);
+        }
+        if self.anderson_window > MAX_ANDERSON_WINDOW {
+            return bad("anderson_window", self.anderson_window as f64);
         }
         let m = &self.mprgp;
         if m.max_iterations == 0 {

@@ -46,6 +46,7 @@ use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
 use crate::sim::qp::mprgp::Mprgp;
 use crate::sim::qp::{ConstraintRow, ContactForces, QpProblem, SpdOperator};
+use crate::sim::world::step::anderson::{AndersonState, MAX_ANDERSON_WINDOW};
 
 /// Depth (m) past which a known obstacle contact at the end of an iteration asks for another
 /// one (see [`Island::redetect`]).
@@ -328,6 +329,9 @@ pub(crate) struct Island {
     chebyshev_run: usize,
     /// The relative residual of the iterate before the current one.
     residual_before: f64,
+    /// The Anderson history's slots and combination
+    /// ([`WorldSettings::anderson_window`]).
+    pub anderson: AndersonState,
     /// With the energy audit on: per unknown, the contact forces (rows and held reactions) and
     /// the friction forces the last constrained step solved with (N).
     pub audit_forces: Vec<(Vec3, Vec3)>,
@@ -540,6 +544,36 @@ impl Island {
             _ => 4.0 / (4.0 - r2 * self.omega),
         };
         self.residual_before = self.residual;
+    }
+
+    /// After [`Island::check_convergence`], with Anderson acceleration on: where this
+    /// iteration's difference goes, the history dropped on the step's first iteration and
+    /// where the residual grew or re-detection changed the contacts (the restart rule of
+    /// [`Island::chebyshev_weight`]).
+    pub fn anderson_begin(&mut self, window: usize) {
+        let restart = self.added > 0 || self.residual > self.residual_before;
+        self.anderson.begin(self.done == 0, restart, window);
+        self.residual_before = self.residual;
+    }
+
+    /// The Anderson combination from the members' terms of the normal equations, summed in
+    /// member order.
+    pub fn anderson_solve(&mut self, bodies: &[SoftBody]) {
+        let mut gram = [[0.0; MAX_ANDERSON_WINDOW]; MAX_ANDERSON_WINDOW];
+        let mut rhs = [0.0; MAX_ANDERSON_WINDOW];
+        let m = self.anderson.count;
+        for &b in &self.members {
+            let h = &bodies[b as usize].ws.anderson;
+            for (row, body_row) in gram.iter_mut().zip(&h.gram).take(m) {
+                for (g, b) in row.iter_mut().zip(body_row).take(m) {
+                    *g += b;
+                }
+            }
+            for (r, b) in rhs.iter_mut().zip(&h.rhs).take(m) {
+                *r += b;
+            }
+        }
+        self.anderson.solve(&gram, &rhs);
     }
 
     /// Per-contact data of contacts `first..`: zero normal and friction force, restitution

@@ -20,7 +20,9 @@
 //!    residual grows or re-detection changes the contacts, instead of a fixed start delay. A
 //!    contact that started the step inside (an overlapping spawn, a teleport) is pushed out by
 //!    at most [`WorldSettings::max_depenetration_speed`] times `h` per step, so that it
-//!    separates over several steps instead of being launched.
+//!    separates over several steps instead of being launched. With
+//!    [`WorldSettings::anderson_window`] set, Anderson acceleration ([`anderson`]) combines the
+//!    right-hand sides instead of the Chebyshev weights.
 //! 5. **Respond** (world): velocities `v = (x - x_start) / h`, then the velocity-level contact
 //!    LCP of every contact that touches at the end — Signorini and Coulomb friction, region by
 //!    region ([`crate::sim::contact::lcp`]), the position-level normal impulse `lambda h` of the
@@ -48,6 +50,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+pub(crate) mod anderson;
 mod guard;
 mod residual;
 mod respond;
@@ -592,20 +595,17 @@ fn iterate(
                 island.check_convergence(bodies, settings);
             }
         }
-        // Chebyshev extrapolation of the right-hand sides, per island and body.
-        for island in islands.iter_mut() {
-            if island.active() {
-                island.chebyshev_weight(settings);
-            }
-        }
-        {
-            let islands = &*islands;
-            bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-                let id = island_of[i];
-                if id == NO_ISLAND || !islands[id as usize].active() {
-                    return;
+        if settings.anderson_window > 0 {
+            accelerate_anderson(bodies, islands, island_of, settings.anderson_window);
+        } else {
+            // Chebyshev extrapolation of the right-hand sides, per island and body.
+            for island in islands.iter_mut() {
+                if island.active() {
+                    island.chebyshev_weight(settings);
                 }
-                extrapolate_rhs(b, islands[id as usize].omega);
+            }
+            for_iterating_bodies(bodies, islands, island_of, |b, island| {
+                extrapolate_rhs(b, island.omega);
             });
         }
         // Unconstrained solves, per body.
@@ -780,6 +780,59 @@ fn local_and_rhs(body: &mut SoftBody, kkt: &[Vec3], first: bool, settings: &Worl
         ws.residual2 = residual::iterate_residual2(&kkt[..n], &ws.b_prev, &ws.b);
     }
     last_step.0.timings.global += t.elapsed();
+}
+
+/// Runs `f` on every body whose island still iterates, with its island (in parallel).
+fn for_iterating_bodies(
+    bodies: &mut [SoftBody],
+    islands: &[Island],
+    island_of: &[u32],
+    f: impl Fn(&mut SoftBody, &Island) + Sync,
+) {
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        let id = island_of[i];
+        if id != NO_ISLAND && islands[id as usize].active() {
+            f(b, &islands[id as usize]);
+        }
+    });
+}
+
+/// Anderson acceleration of the right-hand sides ([`anderson`]): per island, the history's
+/// slot and restart; per body, the difference and its terms of the normal equations; per
+/// island, the combination (summed over its members in order); per body, the combined
+/// right-hand side.
+fn accelerate_anderson(
+    bodies: &mut [SoftBody],
+    islands: &mut [Island],
+    island_of: &[u32],
+    window: usize,
+) {
+    for island in islands.iter_mut() {
+        if island.active() {
+            island.anderson_begin(window);
+        }
+    }
+    for_iterating_bodies(bodies, islands, island_of, |b, island| {
+        let ws = &mut b.ws;
+        let n = ws.b.len();
+        ws.b_prev.resize(n, Vec3::zeros());
+        anderson::record(
+            &mut ws.anderson,
+            &island.anderson,
+            window,
+            &ws.b,
+            &mut ws.b_prev,
+        );
+    });
+    for island in islands.iter_mut() {
+        if island.active() {
+            island.anderson_solve(bodies);
+        }
+    }
+    for_iterating_bodies(bodies, islands, island_of, |b, island| {
+        let ws = &mut b.ws;
+        anderson::apply(&ws.anderson, &island.anderson, &mut ws.b, &mut ws.b_prev);
+    });
 }
 
 /// The right-hand side the iteration's solves use: `b(x)` extrapolated with the island's

@@ -388,6 +388,11 @@ pub(crate) struct Island {
     found_soft: Vec<crate::sim::contact::SoftContact>,
     positions: Vec<Vec3>,
     pairs: Vec<(u32, u32)>,
+    /// The keys of the contacts known before a re-detection, sorted (see
+    /// [`Island::redetect`]): `(body, proxy, obstacle)` of obstacle contacts and
+    /// `(vertex_body, vertex, triangle_body)` of soft ones.
+    known_obstacle: Vec<(u32, u32, u32)>,
+    known_soft: Vec<(u32, u32, u32)>,
 }
 
 /// The island's `A`: each member's PD matrix on its block of unknowns.
@@ -1096,6 +1101,26 @@ impl Island {
         let push_out = settings.max_depenetration_speed * h;
         let before = self.contacts.len();
         let mut violated = 0;
+        // What is known already, by key: a binary search per contact found, where a scan of
+        // the island's contacts per contact found cost the `pile` example's island of about
+        // 600 contacts 4.4 ms per step (10 re-detections).
+        self.known_obstacle.clear();
+        self.known_soft.clear();
+        for k in &self.contacts {
+            match k {
+                IslandContact::Obstacle { body, contact } => {
+                    self.known_obstacle
+                        .push((*body, contact.proxy, contact.obstacle));
+                }
+                IslandContact::Soft(s) => {
+                    self.known_soft
+                        .push((s.vertex_body, s.vertex, s.triangle_body));
+                }
+                IslandContact::Edge(_) => {}
+            }
+        }
+        self.known_obstacle.sort_unstable();
+        self.known_soft.sort_unstable();
         for &b in &self.members {
             let body = &bodies[b as usize];
             self.found.clear();
@@ -1109,10 +1134,10 @@ impl Island {
                 &mut self.found,
             );
             for c in &self.found {
-                let known = self.contacts[..before].iter().any(|k| {
-                    matches!(k, IslandContact::Obstacle { body, contact }
-                        if *body == b && contact.proxy == c.proxy && contact.obstacle == c.obstacle)
-                });
+                let known = self
+                    .known_obstacle
+                    .binary_search(&(b, c.proxy, c.obstacle))
+                    .is_ok();
                 // A contact that started the step deeper than `push_out` is allowed to stay
                 // in by the rest (see `build_rows`).
                 let start_depth = || {
@@ -1149,12 +1174,10 @@ impl Island {
                         &mut self.found_soft,
                     );
                     for c in &self.found_soft {
-                        let known = self.contacts[..before].iter().any(|k| {
-                            matches!(k, IslandContact::Soft(s)
-                                if s.vertex_body == c.vertex_body
-                                    && s.vertex == c.vertex
-                                    && s.triangle_body == c.triangle_body)
-                        });
+                        let known = self
+                            .known_soft
+                            .binary_search(&(c.vertex_body, c.vertex, c.triangle_body))
+                            .is_ok();
                         if c.depth > 1e-9 && !known {
                             self.contacts.push(IslandContact::Soft(*c));
                         }

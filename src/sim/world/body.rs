@@ -51,6 +51,9 @@ pub(crate) struct Workspace {
     /// Cached columns of the body's `A^-1` at the vertices contacts touch, for the contact
     /// QP in the contact subspace; reset whenever the system is refactored.
     pub columns: crate::sim::inverse_columns::InverseColumns,
+    /// The number of island contacts at which every column they need was last found cached
+    /// in this step (`None`: not yet, or not all fit).
+    pub columns_complete: Option<usize>,
     /// Obstacle contacts found speculatively at the start of the step.
     pub contacts: Vec<Contact>,
     pub proxy_positions: Vec<Vec3>,

@@ -274,6 +274,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         return;
     }
     body.ws.touching.clear();
+    body.ws.columns_complete = None;
     if body.frozen.is_some() {
         // A frozen body stays where it is: others collide with it as with an obstacle.
         if settings.soft_contacts {
@@ -874,6 +875,12 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
         ..
     } = body;
     let Some(pd) = pd.as_ref() else { return };
+    // Contacts only join an island during its step: with as many as when every column was
+    // last found cached, there is nothing to do (a pass over all of the island's contacts per
+    // body per iteration, 3 % of the `pile` example's profile, otherwise).
+    if ws.columns_complete == Some(contacts.len()) {
+        return;
+    }
     let t = Instant::now();
     let mut budget = (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2);
     let dof = pd.dof_map();
@@ -886,11 +893,13 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
     };
     // Where more contact vertices than columns fit, none is computed: the island solves by
     // MPRGP.
-    if ws.columns.plan(needed()) {
+    let mut complete = ws.columns.plan(needed());
+    if complete {
         for d in needed() {
-            ws.columns.ensure(pd, d, &mut budget);
+            complete &= ws.columns.ensure(pd, d, &mut budget);
         }
     }
+    ws.columns_complete = complete.then_some(contacts.len());
     last_step.0.timings.global += t.elapsed();
 }
 

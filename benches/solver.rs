@@ -33,6 +33,10 @@ struct SceneResult {
     /// Relative residual of the implicit step's optimality condition at the end of the
     /// iterations (median of the measured steps after the timed ones).
     residual: f64,
+    /// The same measure for ten plain iterations (no acceleration, no tolerance to stop on),
+    /// the accuracy the defaults must not fall below (median over the same steps of a run of
+    /// its own).
+    residual_plain10: f64,
     first_step_ms: f64,
 }
 
@@ -45,15 +49,13 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Drops `mesh` from 2 cm above the floor and measures `steps` steps after the first (which
-/// includes the factorization).
-fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
+/// A world with `mesh` 2 cm above the floor, stepped with `settings` (sleeping off: a body at
+/// rest would fall asleep and cost nothing).
+fn dropped(mesh: &Arc<TetMesh>, settings: WorldSettings) -> SoftWorld {
     let (lo, _) = mesh.rest_bounds();
-    let mesh = Arc::new(mesh);
-    // The solver's cost: a body at rest would fall asleep and cost nothing.
     let mut world = SoftWorld::new(WorldSettings {
         sleeping: Sleeping::OFF,
-        ..WorldSettings::default()
+        ..settings
     });
     world
         .add_body(
@@ -65,6 +67,32 @@ fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
     world
         .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"))
         .expect("valid obstacle");
+    world
+}
+
+/// The median residual (see [`SceneResult::residual`]) of `world` over `count` steps, after
+/// `skip` unmeasured ones; with the PD iterations per step.
+fn measured_residual(world: &mut SoftWorld, skip: usize, count: usize) -> (f64, f64) {
+    for _ in 0..skip {
+        world.step(DT).expect("valid dt");
+    }
+    world.settings_mut().measure_residual = true;
+    let (mut pd, mut residual) = (Vec::new(), Vec::new());
+    for _ in 0..count {
+        let r = world.step(DT).expect("valid dt");
+        pd.push(r.pd_iterations as f64);
+        residual.push(r.residual.expect("measured"));
+    }
+    (median(&mut pd), median(&mut residual))
+}
+
+/// Drops `mesh` from 2 cm above the floor and measures `steps` steps after the first (which
+/// includes the factorization) with the default settings, then the residual over up to 20
+/// further steps; and the residual of ten plain iterations over the same steps of a run of
+/// its own.
+fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
+    let mesh = Arc::new(mesh);
+    let mut world = dropped(&mesh, WorldSettings::default());
     let first = world.step(DT).expect("valid dt");
     let (mut total, mut local, mut global, mut contact, mut its) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -79,16 +107,20 @@ fn scene(name: &str, mesh: TetMesh, steps: usize) -> SceneResult {
     }
     // The residual is measured on further steps, so that its extra local steps stay out of the
     // timings.
-    world.settings_mut().measure_residual = true;
-    let (mut pd, mut residual) = (Vec::new(), Vec::new());
-    for _ in 0..steps.min(20) {
-        let r = world.step(DT).expect("valid dt");
-        pd.push(r.pd_iterations as f64);
-        residual.push(r.residual.expect("measured"));
-    }
+    let (pd_iterations, residual) = measured_residual(&mut world, 0, steps.min(20));
+    let plain = WorldSettings {
+        pd_iterations: 10,
+        pd_tolerance: 0.0,
+        chebyshev_rho: 0.0,
+        anderson_window: 0,
+        ..WorldSettings::default()
+    };
+    let (_, residual_plain10) =
+        measured_residual(&mut dropped(&mesh, plain), 1 + steps, steps.min(20));
     SceneResult {
-        pd_iterations: median(&mut pd),
-        residual: median(&mut residual),
+        pd_iterations,
+        residual,
+        residual_plain10,
         name: name.to_string(),
         vertices: mesh.vertex_count(),
         tets: mesh.tet_count(),
@@ -298,7 +330,7 @@ fn main() {
          iterations, stopping at a relative residual of 1e-3; medians, ms):"
     );
     println!(
-        "{:<14} {:>8} {:>8} {:>10} {:>8} {:>8} {:>9} {:>7} {:>4} {:>9} {:>11}",
+        "{:<14} {:>8} {:>8} {:>10} {:>8} {:>8} {:>9} {:>7} {:>4} {:>9} {:>9} {:>11}",
         "scene",
         "verts",
         "tets",
@@ -309,11 +341,12 @@ fn main() {
         "mprgp",
         "pd",
         "residual",
+        "plain 10",
         "first step"
     );
     for s in &scenes {
         println!(
-            "{:<14} {:>8} {:>8} {:>10.2} {:>8.2} {:>8.2} {:>9.2} {:>7.0} {:>4.0} {:>9.1e} {:>11.1}",
+            "{:<14} {:>8} {:>8} {:>10.2} {:>8.2} {:>8.2} {:>9.2} {:>7.0} {:>4.0} {:>9.1e} {:>9.1e} {:>11.1}",
             s.name,
             s.vertices,
             s.tets,
@@ -324,12 +357,14 @@ fn main() {
             s.mprgp_iterations,
             s.pd_iterations,
             s.residual,
+            s.residual_plain10,
             s.first_step_ms
         );
     }
     println!(
         "(pd: PD iterations per step; residual: the implicit step's relative optimality residual \
-         at the end of the iterations, `WorldSettings::measure_residual`, over 20 further steps)"
+         at the end of the iterations, `WorldSettings::measure_residual`, over 20 further steps; \
+         plain 10: the same for ten iterations without acceleration or tolerance, a run of its own)"
     );
 
     let (ms_awake, ms_asleep) = sleeping_pile();
@@ -426,8 +461,8 @@ fn main() {
         .iter()
         .map(|s| {
             format!(
-                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"ms_per_step_median\": {:.4}, \"ms_local\": {:.4}, \"ms_global\": {:.4}, \"ms_contact\": {:.4}, \"mprgp_iterations\": {:.1}, \"pd_iterations\": {:.1}, \"residual\": {:.3e}}}",
-                s.name, s.vertices, s.tets, s.ms_per_step_median, s.ms_local, s.ms_global, s.ms_contact, s.mprgp_iterations, s.pd_iterations, s.residual
+                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"ms_per_step_median\": {:.4}, \"ms_local\": {:.4}, \"ms_global\": {:.4}, \"ms_contact\": {:.4}, \"mprgp_iterations\": {:.1}, \"pd_iterations\": {:.1}, \"residual\": {:.3e}, \"residual_plain10\": {:.3e}}}",
+                s.name, s.vertices, s.tets, s.ms_per_step_median, s.ms_local, s.ms_global, s.ms_contact, s.mprgp_iterations, s.pd_iterations, s.residual, s.residual_plain10
             )
         })
         .collect();

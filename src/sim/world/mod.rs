@@ -69,8 +69,8 @@ pub struct WorldSettings {
     /// the next one combines, `0..=`[`MAX_ANDERSON_WINDOW`]; 0 turns it off. Where on, it
     /// replaces the Chebyshev weights ([`Self::chebyshev_rho`] is then unused). The history
     /// restarts wherever the residual grows or the contacts change. It pays where the motion
-    /// is mostly elastic (bodies swinging, hanging, thrown, or squashed and released); in
-    /// contact-rich scenes it is no better than Chebyshev, and it lets folded layers of a
+    /// is mostly elastic (measured: a squashed cube falling freely); in contact-rich scenes it
+    /// is about even with Chebyshev, and it lets folded layers of a
     /// self-colliding body pass through each other more often (see [`SUGGESTED_ANDERSON_WINDOW`]).
     /// Default: 0 (off).
     pub anderson_window: usize,
@@ -207,8 +207,9 @@ pub const DEFAULT_CHEBYSHEV_RHO: f64 = 0.7;
 /// against Chebyshev at 0.7 at equal iterations (10 per step, relative residuals over 120
 /// steps): a 1,000-vertex rubber cube stretched 30 % along x and squeezed 10 % along z,
 /// falling freely, 5.0e-7 against 1.4e-5 (geometric mean), and landing on a floor 2.6e-4
-/// against 3.1e-4 (median); the armadillo toppling over 2.9e-2 against 3.0e-2; the `pile`
-/// example's twenty bodies 0.45 against 0.47 (window 3 about the same). A 64-vertex cube
+/// against 3.1e-4 (median); the armadillo toppling over 2.9e-2 against 3.0e-2 (window 3 about
+/// the same on both); a sim-only replica of the `pile` example's twenty bodies, its worst
+/// body, 0.45 against 0.47. A 64-vertex cube
 /// stretched by 20 % ends its first step 0.06 mm from the implicit step's solution after 10
 /// iterations, against 0.43 mm (Chebyshev). Near rest the combinations lower the residual
 /// faster than the distance from the solution (a landed cube: 3 iterations to 4.2e-5 at

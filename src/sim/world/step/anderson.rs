@@ -236,7 +236,7 @@ mod tests {
     /// A linear fixed-point map `G(u) = M u + c` with a contraction `M`: Anderson with a
     /// window of the dimension finds the fixed point in about `n + 1` steps, where the plain
     /// iteration still has a large residual (the property of Anderson type II on linear maps:
-    /// it is equivalent to GMRES; Walker and Ni 2011, theorem 2.2).
+    /// with the whole history it is equivalent to GMRES; Walker and Ni 2011).
     #[test]
     fn on_a_linear_map_it_reaches_the_fixed_point_far_ahead_of_the_plain_iteration() {
         let n = 3;

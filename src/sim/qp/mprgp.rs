@@ -652,9 +652,6 @@ impl Mprgp {
             phi_ap += m * g.dot(&self.ap[i]);
         }
         self.untouched_g2 = g2;
-        for &v in &self.touched {
-            self.phi[v as usize] = self.g[v as usize];
-        }
         groups::remove_active_components(&self.rows, &self.groups, &self.active, &mut self.phi);
         phi_ap += self
             .touched

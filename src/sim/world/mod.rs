@@ -70,9 +70,7 @@ pub struct WorldSettings {
     /// replaces the Chebyshev weights ([`Self::chebyshev_rho`] is then unused). The history
     /// restarts wherever the residual grows or the contacts change. It pays where the motion
     /// is mostly elastic (measured: a squashed cube falling freely); in contact-rich scenes it
-    /// is about even with Chebyshev, and it lets folded layers of a
-    /// self-colliding body pass through each other more often (see [`SUGGESTED_ANDERSON_WINDOW`]).
-    /// Default: 0 (off).
+    /// is about even with Chebyshev (see [`SUGGESTED_ANDERSON_WINDOW`]). Default: 0 (off).
     pub anderson_window: usize,
     /// MPRGP settings of the constrained global steps, which are solved about the bodies'
     /// inertial prediction (`Mprgp::solve_about`): the tolerance is relative to the force that
@@ -206,17 +204,17 @@ pub const DEFAULT_CHEBYSHEV_RHO: f64 = 0.7;
 /// The [`WorldSettings::anderson_window`] to turn Anderson acceleration on with: 5. Measured
 /// against Chebyshev at 0.7 at equal iterations (10 per step, relative residuals over 120
 /// steps): a 1,000-vertex rubber cube stretched 30 % along x and squeezed 10 % along z,
-/// falling freely, 5.0e-7 against 1.4e-5 (geometric mean), and landing on a floor 2.6e-4
-/// against 3.1e-4 (median); the armadillo toppling over 2.9e-2 against 3.0e-2 (window 3 about
+/// falling freely, 5.0e-7 against 1.4e-5 (geometric mean), and landing on a floor 2.4e-4
+/// against 3.1e-4 (median); the armadillo toppling over 3.0e-2 against 3.0e-2 (window 3 about
 /// the same on both); a sim-only replica of the `pile` example's twenty bodies, its worst
-/// body, 0.45 against 0.47. A 64-vertex cube
-/// stretched by 20 % ends its first step 0.06 mm from the implicit step's solution after 10
-/// iterations, against 0.43 mm (Chebyshev). Near rest the combinations lower the residual
-/// faster than the distance from the solution (a landed cube: 3 iterations to 4.2e-5 at
-/// 0.41 um, where Chebyshev took 5 to 8.8e-5 at 0.28 um).
-/// Off by default: a bar folded onto itself with self-collision crossed itself at 20 triangle
-/// pairs with it against 4 with Chebyshev (`tests/sim_contacts.rs`), the combined right-hand
-/// sides carrying the layers further between re-detections.
+/// body, 0.48 against 0.47. A 64-vertex cube stretched by 20 % ends its first step 0.06 mm
+/// from the implicit step's solution after 10 iterations, against 0.43 mm (Chebyshev). A bar
+/// folded onto itself with self-collision (`tests/sim_contacts.rs`) crossed itself at no
+/// triangle pair with it, against 4 with Chebyshev.
+/// Off by default: with contacts it gains little, and near rest its combinations lower the
+/// residual faster than the distance from the solution, so a tolerance ends the iterations
+/// further away (a landed cube stopped at 1e-4 is 0.40 um from the solution, at 1e-3 0.60 um;
+/// with Chebyshev 0.28 and 0.60 um).
 pub const SUGGESTED_ANDERSON_WINDOW: usize = 5;
 
 /// The most substeps per [`SoftWorld::step`] accepted by [`WorldSettings::validate`].

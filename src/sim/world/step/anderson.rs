@@ -70,7 +70,8 @@ impl AndersonHistory {
 /// An island's side of the history: which slots hold differences, and the combination.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct AndersonState {
-    /// Slots in use (at most the window).
+    /// Slots in use (at most the window): slots `0..count`, filled in order after a start or
+    /// restart and overwritten oldest first once all are in use.
     pub count: usize,
     /// The slot the next difference goes to.
     next: usize,
@@ -98,7 +99,9 @@ impl AndersonState {
             return;
         }
         if restart {
+            // Slots `0..count` are the ones in use: refill from the first.
             self.count = 0;
+            self.next = 0;
         }
         if self.has_last && !restart {
             self.push = Some(self.next);
@@ -194,12 +197,16 @@ pub(crate) fn record(
     h.g_last.copy_from_slice(b);
     std::mem::swap(&mut h.f_last, &mut h.f_now);
     let m = state.count;
-    for i in 0..m {
-        for j in i..m {
-            let value = dot(&h.df[i], &h.df[j]);
-            h.gram[i][j] = value;
-            h.gram[j][i] = value;
+    // Only the new slot's row and column of `dF' dF` changed; the others were computed when
+    // the later of their two slots was written, and neither has changed since.
+    if let Some(slot) = state.push {
+        for j in 0..m {
+            let value = dot(&h.df[slot], &h.df[j]);
+            h.gram[slot][j] = value;
+            h.gram[j][slot] = value;
         }
+    }
+    for i in 0..m {
         h.rhs[i] = dot(&h.df[i], &h.f_last);
     }
 }
@@ -295,6 +302,15 @@ mod tests {
         assert_eq!(state.count, 2);
         state.begin(false, true, 3);
         assert_eq!(state.count, 0);
+        // After a restart the differences go to the slots in use, from the first: with the
+        // history wrapped before it, the next one would otherwise land past them.
+        for _ in 0..4 {
+            state.begin(false, false, 3);
+        }
+        assert_eq!((state.count, state.push), (3, Some(0)));
+        state.begin(false, true, 3);
+        state.begin(false, false, 3);
+        assert_eq!((state.count, state.push), (1, Some(0)));
         let mut state = AndersonState {
             count: 2,
             ..AndersonState::default()

@@ -47,12 +47,14 @@ impl std::fmt::Debug for BodyBvh {
 }
 
 /// The `f32` box around `f64` points, grown by `margin` (m) and rounded outwards.
-fn aabb_of(points: impl Iterator<Item = Vec3>, margin: f64) -> Aabb {
-    let mut lo = Vec3::repeat(f64::INFINITY);
-    let mut hi = Vec3::repeat(f64::NEG_INFINITY);
-    for p in points {
-        lo = lo.inf(&p);
-        hi = hi.sup(&p);
+fn aabb_of<const N: usize>(points: [Vec3; N], margin: f64) -> Aabb {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for p in &points {
+        for k in 0..3 {
+            lo[k] = lo[k].min(p[k]);
+            hi[k] = hi[k].max(p[k]);
+        }
     }
     let down = |v: f64| {
         let f = v as f32;
@@ -64,11 +66,11 @@ fn aabb_of(points: impl Iterator<Item = Vec3>, margin: f64) -> Aabb {
     };
     Aabb::new(
         Vector::new(
-            down(lo.x - margin),
-            down(lo.y - margin),
-            down(lo.z - margin),
+            down(lo[0] - margin),
+            down(lo[1] - margin),
+            down(lo[2] - margin),
         ),
-        Vector::new(up(hi.x + margin), up(hi.y + margin), up(hi.z + margin)),
+        Vector::new(up(hi[0] + margin), up(hi[1] + margin), up(hi[2] + margin)),
     )
 }
 
@@ -77,7 +79,16 @@ impl BodyBvh {
     /// `x` (m); `margin` (m) grows every proxy's box. The first call, and any call where the
     /// number of proxies or triangles changed, builds the trees; later calls refit them.
     pub fn update(&mut self, points: &[Vec3], x: &[Vec3], triangles: &[[u32; 3]], margin: f64) {
-        self.update_swept(points, points, x, x, triangles, margin);
+        self.proxy_boxes.clear();
+        self.proxy_boxes
+            .extend(points.iter().map(|p| aabb_of([*p], margin)));
+        self.triangle_boxes.clear();
+        self.triangle_boxes.extend(
+            triangles
+                .iter()
+                .map(|t| aabb_of(t.map(|v| x[v as usize]), 0.0)),
+        );
+        self.fit_trees(points.len(), triangles.len());
     }
 
     /// [`BodyBvh::update`] for motion over a step: each proxy's box spans its positions in
@@ -97,22 +108,33 @@ impl BodyBvh {
             points_start
                 .iter()
                 .zip(points_end)
-                .map(|(a, b)| aabb_of([*a, *b].into_iter(), margin)),
+                .map(|(a, b)| aabb_of([*a, *b], margin)),
         );
         self.triangle_boxes.clear();
         self.triangle_boxes.extend(triangles.iter().map(|t| {
+            let [a, b, c] = t.map(|v| v as usize);
             aabb_of(
-                t.iter()
-                    .map(|&v| x_start[v as usize])
-                    .chain(t.iter().map(|&v| x_end[v as usize])),
+                [
+                    x_start[a], x_start[b], x_start[c], x_end[a], x_end[b], x_end[c],
+                ],
                 0.0,
             )
         }));
-        if points_start.len() != self.proxy_count || triangles.len() != self.triangle_count {
+        self.fit_trees(points_start.len(), triangles.len());
+    }
+
+    /// Builds the proxy and triangle trees on the leaf boxes just computed, or refits them
+    /// where the counts are unchanged.
+    fn fit_trees(&mut self, proxies: usize, triangles: usize) {
+        if proxies != self.proxy_count || triangles != self.triangle_count {
             self.proxies = Bvh::from_leaves(BvhBuildStrategy::default(), &self.proxy_boxes);
             self.triangles = Bvh::from_leaves(BvhBuildStrategy::default(), &self.triangle_boxes);
-            self.proxy_count = points_start.len();
-            self.triangle_count = triangles.len();
+            // Once in depth-first order (parry's `refit` lays the nodes out so), later refits
+            // keep the layout, which the topology never changes.
+            self.proxies.refit(&mut self.workspace);
+            self.triangles.refit(&mut self.workspace);
+            self.proxy_count = proxies;
+            self.triangle_count = triangles;
             return;
         }
         for (i, b) in self.proxy_boxes.iter().enumerate() {
@@ -121,8 +143,8 @@ impl BodyBvh {
         for (i, b) in self.triangle_boxes.iter().enumerate() {
             self.triangles.insert_or_update_partially(*b, i as u32, 0.0);
         }
-        self.proxies.refit(&mut self.workspace);
-        self.triangles.refit(&mut self.workspace);
+        self.proxies.refit_without_opt();
+        self.triangles.refit_without_opt();
     }
 
     /// Fits the edge tree to a body's motion: each edge's box spans its two vertices in
@@ -138,22 +160,19 @@ impl BodyBvh {
     ) {
         self.edge_boxes.clear();
         self.edge_boxes.extend(edges.iter().map(|e| {
-            aabb_of(
-                e.iter()
-                    .map(|&v| x_start[v as usize])
-                    .chain(e.iter().map(|&v| x_end[v as usize])),
-                0.5 * margin,
-            )
+            let [a, b] = e.map(|v| v as usize);
+            aabb_of([x_start[a], x_start[b], x_end[a], x_end[b]], 0.5 * margin)
         }));
         if edges.len() != self.edge_count {
             self.edges = Bvh::from_leaves(BvhBuildStrategy::default(), &self.edge_boxes);
+            self.edges.refit(&mut self.workspace);
             self.edge_count = edges.len();
             return;
         }
         for (i, b) in self.edge_boxes.iter().enumerate() {
             self.edges.insert_or_update_partially(*b, i as u32, 0.0);
         }
-        self.edges.refit(&mut self.workspace);
+        self.edges.refit_without_opt();
     }
 
     /// Whether the root boxes of `self`'s proxies and `other`'s triangles overlap (a cheap
@@ -276,9 +295,9 @@ mod tests {
     ) -> Vec<(u32, u32)> {
         let mut pairs = Vec::new();
         for (i, p) in points.iter().enumerate() {
-            let pb = aabb_of(std::iter::once(*p), margin);
+            let pb = aabb_of([*p], margin);
             for (j, t) in triangles.iter().enumerate() {
-                let tb = aabb_of(t.iter().map(|&v| x[v as usize]), 0.0);
+                let tb = aabb_of(t.map(|v| x[v as usize]), 0.0);
                 if overlap(&pb, &tb) {
                     pairs.push((i as u32, j as u32));
                 }
@@ -366,8 +385,8 @@ mod tests {
                     edges
                         .iter()
                         .map(|e| {
-                            let ends = e.iter().flat_map(|&v| [x0[v as usize], x1[v as usize]]);
-                            aabb_of(ends, 0.5 * margin)
+                            let [a, b] = e.map(|v| v as usize);
+                            aabb_of([x0[a], x1[a], x0[b], x1[b]], 0.5 * margin)
                         })
                         .collect()
                 };

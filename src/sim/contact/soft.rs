@@ -195,6 +195,11 @@ pub fn fit_surface_bvh(
     let vertices = mesh.surface_vertices();
     scratch.clear();
     scratch.extend(vertices.iter().map(|&v| x_start[v as usize]));
+    if std::ptr::eq(x_start, x_end) {
+        // At rest over the "motion" (between PD iterations): half the points per box.
+        bvh.update(scratch, x_start, mesh.surface_triangles(), margin);
+        return;
+    }
     scratch.extend(vertices.iter().map(|&v| x_end[v as usize]));
     let (start, end) = scratch.split_at(vertices.len());
     bvh.update_swept(start, end, x_start, x_end, mesh.surface_triangles(), margin);

@@ -5,8 +5,9 @@
 //! the Schur complement of the contact rows (see
 //! [`crate::sim::inverse_columns::InverseColumns`]).
 //!
-//! Projected Gauss-Seidel sweeps find the active set; every few sweeps a subspace
-//! minimisation solves the candidate active set `A = {lambda_j > 0}` exactly (dense Cholesky of
+//! Projected Gauss-Seidel sweeps find the active set; once a sweep leaves the candidate active
+//! set `A = {lambda_j > 0}` unchanged (or after 16 sweeps), a subspace minimisation solves it
+//! exactly (dense Cholesky of
 //! `S_AA`, faer's blocked factorization) and moves `lambda` toward that minimiser as far as
 //! `lambda_A >= 0` allows (the PGS-SM method of Morales, Nocedal and Smelyanskiy 2008, "An
 //! algorithm for the fast solution of symmetric linear complementarity problems"). The step
@@ -21,6 +22,12 @@
 //! about 410 rows, 225 active): 9-18 sweeps per solve with one accepted exact solve in four
 //! attempts when a candidate was taken only if it solved the LCP outright (each rejected
 //! attempt a wasted factorization); 6-9 sweeps and 2-3 subspace steps with the ratio test.
+//!
+//! Deviation: the paper's sweeps per subspace step are a fixed count. Here a sweep that changes
+//! no row between zero and positive ends the sweeps: on the `pile` example (islands of up to
+//! 20 bodies, about 250 rows on average over the run) a factorization costs about eight
+//! sweeps, and three fixed sweeps per step gave 1.9 factorizations per solve against 1.5 with
+//! the rule, the LCP's share of a step 6.0-6.4 ms against 5.2-5.3 ms.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{LltParams, LltRegularization, cholesky_in_place};
@@ -79,6 +86,15 @@ impl SymmetricRows {
     pub fn end_row(&mut self, diagonal: f64) {
         self.row_ptr.push(self.entries.len());
         self.diagonal.push(diagonal);
+    }
+
+    /// Appends the rows of `other` (their columns unchanged) after this matrix's rows.
+    pub fn append_rows(&mut self, other: &SymmetricRows) {
+        let base = self.entries.len();
+        self.entries.extend_from_slice(&other.entries);
+        self.row_ptr
+            .extend(other.row_ptr[1..].iter().map(|&end| base + end));
+        self.diagonal.extend_from_slice(&other.diagonal);
     }
 
     /// The nonzeros of the row-major `m x m` matrix `s`.
@@ -160,8 +176,8 @@ impl std::fmt::Debug for DenseLcp {
     }
 }
 
-/// Sweeps between exact solves of the candidate active set.
-const SWEEPS_PER_REFINEMENT: usize = 3;
+/// Most Gauss-Seidel sweeps between exact solves of the candidate active set.
+const MAX_SWEEPS_PER_REFINEMENT: usize = 16;
 
 /// Largest active set solved exactly (a dense factorization costs its cube over three: 19 M
 /// flops at 384).
@@ -194,12 +210,21 @@ impl DenseLcp {
             if stats.sweeps >= max_sweeps {
                 return stats;
             }
-            for _ in 0..SWEEPS_PER_REFINEMENT {
+            // Sweeps until one leaves the candidate active set as it was (then PGS only
+            // polishes values, which the exact solve does at once), at most
+            // `MAX_SWEEPS_PER_REFINEMENT`.
+            for _ in 0..MAX_SWEEPS_PER_REFINEMENT {
+                let mut changed = false;
                 for j in 0..m {
                     let w = row_times(s, j, lambda) + q[j];
+                    let was = lambda[j] > 0.0;
                     lambda[j] = (lambda[j] - w / s.diagonal[j]).max(0.0);
+                    changed |= was != (lambda[j] > 0.0);
                 }
                 stats.sweeps += 1;
+                if !changed {
+                    break;
+                }
             }
             if self.refine(s, q, lambda) {
                 stats.refinements += 1;
@@ -474,6 +499,30 @@ mod tests {
     }
 
     /// A matrix rebuilt from its upper triangle is the matrix.
+    #[test]
+    fn appended_blocks_of_rows_are_the_whole_matrix() {
+        let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+        let m = 7;
+        let (s, _) = random_lcp(&mut rng, m);
+        let whole = rows(&s, m);
+        let mut joined = SymmetricRows::default();
+        joined.clear();
+        for block in [0..3, 3..4, 4..7] {
+            let mut part = SymmetricRows::default();
+            part.clear();
+            for j in block {
+                for &(k, v) in whole.row(j) {
+                    part.push(k, v);
+                }
+                part.end_row(whole.diagonal[j]);
+            }
+            joined.append_rows(&part);
+        }
+        assert_eq!(joined.row_ptr, whole.row_ptr);
+        assert_eq!(joined.entries, whole.entries);
+        assert_eq!(joined.diagonal, whole.diagonal);
+    }
+
     #[test]
     fn the_upper_triangle_gives_the_whole_matrix() {
         let mut rng = Rng(3);

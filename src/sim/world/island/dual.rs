@@ -24,9 +24,11 @@
 //! Used where every vertex of the rows and of the last iteration's forces has its column and
 //! the rows are at most [`MAX_DUAL_ROWS`]; otherwise MPRGP solves the QP.
 
+use rayon::prelude::*;
+
 use super::{Island, Layout};
 use crate::sim::math::Vec3;
-use crate::sim::qp::dense_lcp::DenseLcpStats;
+use crate::sim::qp::dense_lcp::{DenseLcpStats, SymmetricRows};
 use crate::sim::world::body::SoftBody;
 
 /// Most rows solved in the contact subspace (the LCP's matrix is dense: 8 MB and about 1 M
@@ -41,6 +43,76 @@ pub(super) struct DualEntry {
     row: u32,
     vertex: u32,
     coeff: Vec3,
+}
+
+/// Rows of `S`'s upper triangle per parallel block (each row's entries are summed in the same
+/// order whatever the blocks, so the matrix does not depend on the thread count).
+const UPPER_BLOCK_ROWS: usize = 48;
+
+/// A block of rows of `S`'s upper triangle and its scratch.
+#[derive(Debug, Default)]
+pub(super) struct UpperBlock {
+    /// The rows, their columns those of the whole matrix.
+    rows: SymmetricRows,
+    /// One row's sums, by column; zero between rows.
+    accumulator: Vec<f64>,
+    /// The columns one row touches.
+    columns: Vec<u32>,
+    /// Whether a column of `A^-1` was missing (the solve falls back to MPRGP).
+    missing: bool,
+}
+
+impl UpperBlock {
+    /// Rows `rows` of the upper triangle of `S = J A^-1 J'` from the island's rows and
+    /// `dual_entries` (grouped by body, sorted by row).
+    fn build(
+        &mut self,
+        island: &Island,
+        bodies: &[SoftBody],
+        layout: Layout<'_>,
+        rows: std::ops::Range<usize>,
+    ) {
+        let m = island.rows.len();
+        self.rows.clear();
+        self.missing = false;
+        self.accumulator.clear();
+        self.accumulator.resize(m, 0.0);
+        for j in rows {
+            self.columns.clear();
+            for (u, c) in island.rows[j].entries() {
+                let (b, d) = island.owner(layout, u as u32);
+                let Some(column) = bodies[b].ws.columns.column(d) else {
+                    self.missing = true;
+                    return;
+                };
+                let (first, last) = island.dual_body_entries[b];
+                let group = &island.dual_entries[first as usize..last as usize];
+                // Sorted by row: the entries of rows `>= j` on this body.
+                let from = group.partition_point(|e| (e.row as usize) < j);
+                for e in &group[from..] {
+                    let k = e.row as usize;
+                    if self.accumulator[k] == 0.0 {
+                        self.columns.push(e.row);
+                    }
+                    self.accumulator[k] += c.dot(&e.coeff) * column[e.vertex as usize];
+                }
+            }
+            self.columns.sort_unstable();
+            self.columns.dedup();
+            let row_start = self.rows.entries.len();
+            for &k in &self.columns {
+                let value = std::mem::take(&mut self.accumulator[k as usize]);
+                if value != 0.0 {
+                    self.rows.push(k, value);
+                }
+            }
+            let diagonal = match self.rows.entries.get(row_start) {
+                Some(&(k, v)) if k as usize == j => v,
+                _ => 0.0,
+            };
+            self.rows.end_row(diagonal);
+        }
+    }
 }
 
 /// Gauss-Seidel sweeps at most per dual solve (the exact refinement usually ends it in a few).
@@ -112,7 +184,8 @@ impl Island {
         // `S = J A^-1 J'`: `A` is block diagonal over the members, so only the entries of two
         // rows on one body meet. The rows' entries grouped by body; then, row by row, its upper
         // triangle, pairing each entry of the row with the entries of later rows on its body
-        // (summed in a dense accumulator of one row), and the whole matrix from that.
+        // (summed in a dense accumulator of one row), in blocks of rows in parallel; and the
+        // whole matrix from that.
         self.dual_entries.clear();
         for (j, row) in self.rows.iter().enumerate() {
             for (u, c) in row.entries() {
@@ -135,40 +208,31 @@ impl Island {
             self.dual_body_entries[group[0].body as usize] = (start as u32, end as u32);
             start = end;
         }
-        self.dual_accumulator.clear();
-        self.dual_accumulator.resize(m, 0.0);
+        let count = m.div_ceil(UPPER_BLOCK_ROWS);
+        // Out of the island while the blocks read it (put back below; no allocation).
+        let mut blocks = std::mem::take(&mut self.dual_blocks);
+        if blocks.len() < count {
+            blocks.resize_with(count, UpperBlock::default);
+        }
+        {
+            let island = &*self;
+            blocks[..count]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(i, block)| {
+                    let rows = i * UPPER_BLOCK_ROWS..((i + 1) * UPPER_BLOCK_ROWS).min(m);
+                    block.build(island, bodies, layout, rows);
+                });
+        }
         self.dual_upper.clear();
-        for (j, row) in self.rows.iter().enumerate() {
-            self.dual_columns.clear();
-            for (u, c) in row.entries() {
-                let (b, d) = self.owner(layout, u as u32);
-                let column = bodies[b].ws.columns.column(d)?;
-                let (first, last) = self.dual_body_entries[b];
-                let group = &self.dual_entries[first as usize..last as usize];
-                // Sorted by row: the entries of rows `>= j` on this body.
-                let from = group.partition_point(|e| (e.row as usize) < j);
-                for e in &group[from..] {
-                    let k = e.row as usize;
-                    if self.dual_accumulator[k] == 0.0 {
-                        self.dual_columns.push(e.row);
-                    }
-                    self.dual_accumulator[k] += c.dot(&e.coeff) * column[e.vertex as usize];
-                }
-            }
-            self.dual_columns.sort_unstable();
-            self.dual_columns.dedup();
-            let row_start = self.dual_upper.entries.len();
-            for &k in &self.dual_columns {
-                let value = std::mem::take(&mut self.dual_accumulator[k as usize]);
-                if value != 0.0 {
-                    self.dual_upper.push(k, value);
-                }
-            }
-            let diagonal = match self.dual_upper.entries.get(row_start) {
-                Some(&(k, v)) if k as usize == j => v,
-                _ => 0.0,
-            };
-            self.dual_upper.end_row(diagonal);
+        let mut missing = false;
+        for block in &blocks[..count] {
+            missing |= block.missing;
+            self.dual_upper.append_rows(&block.rows);
+        }
+        self.dual_blocks = blocks;
+        if missing {
+            return None;
         }
         self.dual_s
             .from_upper(&self.dual_upper, &mut self.dual_cursor);

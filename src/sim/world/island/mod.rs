@@ -29,6 +29,7 @@
 
 mod dual;
 mod friction;
+mod redetect;
 mod restitution;
 
 pub(crate) use friction::FrictionMemory;
@@ -40,7 +41,6 @@ use super::body::SoftBody;
 use super::report::FreezeReason;
 use crate::sim::contact::{
     Contact, EdgeContact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
-    SoftSurface, detect_contacts, detect_soft_contacts,
 };
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
@@ -371,8 +371,8 @@ pub(crate) struct Island {
     /// Scratch of the contact-subspace solve ([`dual`]).
     dual_s: crate::sim::qp::dense_lcp::SymmetricRows,
     dual_upper: crate::sim::qp::dense_lcp::SymmetricRows,
-    dual_accumulator: Vec<f64>,
-    dual_columns: Vec<u32>,
+    /// Blocks of rows of `S`'s upper triangle, built in parallel ([`dual`]).
+    dual_blocks: Vec<dual::UpperBlock>,
     dual_cursor: Vec<usize>,
     /// Per world body: the range of its entries in `dual_entries`.
     dual_body_entries: Vec<(u32, u32)>,
@@ -384,10 +384,8 @@ pub(crate) struct Island {
     gradient: Vec<Vec3>,
     mprgp: Mprgp,
     forces: ContactForces,
-    found: Vec<Contact>,
-    found_soft: Vec<crate::sim::contact::SoftContact>,
-    positions: Vec<Vec3>,
-    pairs: Vec<(u32, u32)>,
+    /// Per member, the scratch and findings of [`Island::redetect`].
+    searches: Vec<redetect::MemberSearch>,
     /// The keys of the contacts known before a re-detection, sorted (see
     /// [`Island::redetect`]): `(body, proxy, obstacle)` of obstacle contacts and
     /// `(vertex_body, vertex, triangle_body)` of soft ones.
@@ -1082,125 +1080,6 @@ impl Island {
         self.stats.kkt_residual = qp.relative_residual;
         self.stats.active = qp.active;
         Ok(())
-    }
-
-    /// After an iteration: contacts at the new positions that no contact of the island covers
-    /// yet (a proxy pushed into a second obstacle, a vertex through a neighbour's surface).
-    /// Returns how many were added, plus how many known obstacle contacts are violated by more
-    /// than [`VIOLATION_TOLERANCE`] beyond what depenetration allows (a proxy whose vertex a
-    /// soft row took in the last iteration): either asks for another iteration. The members'
-    /// BVHs must be fitted to their positions.
-    pub fn redetect(
-        &mut self,
-        bodies: &[SoftBody],
-        obstacles: &[Obstacle],
-        settings: &WorldSettings,
-        h: f64,
-    ) -> usize {
-        let t = Instant::now();
-        let push_out = settings.max_depenetration_speed * h;
-        let before = self.contacts.len();
-        let mut violated = 0;
-        // What is known already, by key: a binary search per contact found, where a scan of
-        // the island's contacts per contact found grew with the square of their number (about
-        // 600 in the `pile` example's island: 1 % of its profile).
-        self.known_obstacle.clear();
-        self.known_soft.clear();
-        for k in &self.contacts {
-            match k {
-                IslandContact::Obstacle { body, contact } => {
-                    self.known_obstacle
-                        .push((*body, contact.proxy, contact.obstacle));
-                }
-                IslandContact::Soft(s) => {
-                    self.known_soft
-                        .push((s.vertex_body, s.vertex, s.triangle_body));
-                }
-                IslandContact::Edge(_) => {}
-            }
-        }
-        self.known_obstacle.sort_unstable();
-        self.known_soft.sort_unstable();
-        for &b in &self.members {
-            let body = &bodies[b as usize];
-            self.found.clear();
-            detect_contacts(
-                &body.colliders,
-                &body.x,
-                obstacles,
-                0.0,
-                &[],
-                &mut self.positions,
-                &mut self.found,
-            );
-            for c in &self.found {
-                let known = self
-                    .known_obstacle
-                    .binary_search(&(b, c.proxy, c.obstacle))
-                    .is_ok();
-                // A contact that started the step deeper than `push_out` is allowed to stay
-                // in by the rest (see `build_rows`).
-                let start_depth = || {
-                    let p0 = body.colliders[c.proxy as usize].position(body.start_positions());
-                    c.normal.dot(&(c.point - p0))
-                };
-                if c.depth > 1e-9 && !known {
-                    self.contacts.push(IslandContact::Obstacle {
-                        body: b,
-                        contact: *c,
-                    });
-                } else if known
-                    && c.depth > VIOLATION_TOLERANCE
-                    && c.depth > VIOLATION_TOLERANCE + start_depth() - push_out
-                {
-                    violated += 1;
-                }
-            }
-        }
-        if settings.soft_contacts {
-            for &a in &self.members {
-                for &b in &self.members {
-                    if a == b && !settings.self_collision {
-                        continue;
-                    }
-                    let (ba, bb) = (&bodies[a as usize], &bodies[b as usize]);
-                    self.found_soft.clear();
-                    detect_soft_contacts(
-                        &surface_at(a, ba),
-                        &surface_at(b, bb),
-                        0.0,
-                        settings.soft_depth_limit,
-                        &mut self.pairs,
-                        &mut self.found_soft,
-                    );
-                    for c in &self.found_soft {
-                        let known = self
-                            .known_soft
-                            .binary_search(&(c.vertex_body, c.vertex, c.triangle_body))
-                            .is_ok();
-                        if c.depth > 1e-9 && !known {
-                            self.contacts.push(IslandContact::Soft(*c));
-                        }
-                    }
-                }
-            }
-        }
-        self.setup_contacts(before, bodies, obstacles, settings);
-        self.stats.detect_time += t.elapsed();
-        self.contacts.len() - before + violated
-    }
-}
-
-/// A body's surface at its current positions (the step's start as the self-collision
-/// reference); its BVH must be fitted to them.
-fn surface_at(index: u32, body: &SoftBody) -> SoftSurface<'_> {
-    SoftSurface {
-        body: index,
-        mesh: &body.mesh,
-        x_start: &body.x,
-        x_end: &body.x,
-        x_reference: &body.ws.x_start,
-        bvh: &body.ws.bvh,
     }
 }
 

@@ -24,10 +24,11 @@
 //! attempt a wasted factorization); 6-9 sweeps and 2-3 subspace steps with the ratio test.
 //!
 //! Deviation: the paper's sweeps per subspace step are a fixed count. Here a sweep that changes
-//! no row between zero and positive ends the sweeps: on the `pile` example (islands of up to
-//! 20 bodies, about 250 rows on average over the run) a factorization costs about eight
-//! sweeps, and three fixed sweeps per step gave 1.9 factorizations per solve against 1.5 with
-//! the rule, the LCP's share of a step 6.0-6.4 ms against 5.2-5.3 ms.
+//! no row between zero and positive ends the sweeps: on a sim-only replica of the `pile`
+//! example (islands of up to 20 bodies, about 250 rows on average over the run) a
+//! factorization costs about eight sweeps, and three fixed sweeps per subspace step gave 1.9
+//! factorizations per solve against 1.5 with the rule, the LCP's share of a step 6.0-6.4 ms
+//! against 5.0-5.3 ms.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{LltParams, LltRegularization, cholesky_in_place};

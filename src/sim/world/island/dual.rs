@@ -224,11 +224,12 @@ impl Island {
                     block.build(island, bodies, layout, rows);
                 });
         }
-        self.dual_upper.clear();
-        let mut missing = false;
-        for block in &blocks[..count] {
-            missing |= block.missing;
-            self.dual_upper.append_rows(&block.rows);
+        let missing = blocks[..count].iter().any(|b| b.missing);
+        if !missing {
+            self.dual_upper.clear();
+            for block in &blocks[..count] {
+                self.dual_upper.append_rows(&block.rows);
+            }
         }
         self.dual_blocks = blocks;
         if missing {

@@ -277,7 +277,11 @@ fn vertices_inside(x: &[Vec3], y: &[Vec3], tets: &[[u32; 4]]) -> usize {
 /// inside each other were deeper than `soft_depth_limit` and had no contact). Now the overlap is
 /// found by flooding from its rim and pushed apart along the shortest way out, at the
 /// depenetration speed: measured, apart after 0.3 s, at most 1.8 m/s. The stiffer cubes
-/// (1 MPa) end 2 cm apart with no surface crossing the other; the rubber ones (200 kPa) end
+/// (1 MPa) end apart with no vertex inside the other, but where they push out a cube turns a
+/// little, and its extent may still reach into the other's: over 36 spawns moved by multiples
+/// of 1.37 nm, from 6 cm apart to 2.4 mm overlapping, and to 10.6 mm after the dense LCP began
+/// updating its factor (round-off only: 4 of the 36 overlapping against 2), hence the 1.5 cm
+/// allowed below as for rubber. The rubber ones (200 kPa) end
 /// touching, every vertex out of the other body, but with their faces still crossed along
 /// edges (36-46 pairs of surface triangles cross at 1-2 s; their extents overlap by 0.8 and
 /// 1.15 cm under two round-off variants of the same step): the edge rows are not built between
@@ -286,7 +290,7 @@ fn vertices_inside(x: &[Vec3], y: &[Vec3], tets: &[[u32; 4]]) -> usize {
 #[test]
 fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
     let foam = SoftMaterial::RUBBER.with_youngs_modulus(1e6);
-    for (material, overlap) in [(SoftMaterial::RUBBER, 0.015), (foam, 0.0)] {
+    for (material, overlap) in [(SoftMaterial::RUBBER, 0.015), (foam, 0.015)] {
         let settings = WorldSettings::default();
         let mut world = SoftWorld::new(settings);
         let mesh = Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap());
@@ -461,7 +465,7 @@ fn hash_positions(world: &SoftWorld) -> u64 {
 
 /// The state of a three-body scene after 300 steps. Pinned: any change of the physics, on
 /// purpose or not, changes it.
-const PINNED_HASH: u64 = 0xe289_9a12_3cd2_cf6e;
+const PINNED_HASH: u64 = 0x2f0b_e564_de75_d652;
 
 #[test]
 fn a_three_body_scene_reaches_its_pinned_state() {

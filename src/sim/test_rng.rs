@@ -16,4 +16,18 @@ impl Rng {
     pub fn signed(&mut self) -> f64 {
         2.0 * self.unit() - 1.0
     }
+
+    /// A random symmetric positive definite `m x m` matrix, row-major: `B B' + 0.1 I` with `B`
+    /// uniform in `[-1, 1)`.
+    pub fn spd(&mut self, m: usize) -> Vec<f64> {
+        let b: Vec<f64> = (0..m * m).map(|_| self.signed()).collect();
+        let mut s = vec![0.0; m * m];
+        for i in 0..m {
+            for j in 0..m {
+                s[i * m + j] = (0..m).map(|k| b[i * m + k] * b[j * m + k]).sum::<f64>()
+                    + if i == j { 0.1 } else { 0.0 };
+            }
+        }
+        s
+    }
 }

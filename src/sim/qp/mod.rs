@@ -20,6 +20,7 @@ pub mod dense_lcp;
 pub mod groups;
 pub mod mprgp;
 pub mod pgs;
+pub mod updatable_cholesky;
 
 use thiserror::Error;
 

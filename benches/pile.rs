@@ -1,0 +1,136 @@
+//! Pile benchmark: the `pile` example's scene without Bevy or a renderer, twenty rubber cubes
+//! and balls poured into a bucket, stepped at the example's 64 Hz for the frames its headless
+//! run measures (11-240). Every body is awake and most touch each other in one island, so this
+//! is the workload of the real-time issue's `pile` goal (under 25 ms a step) on the simulation
+//! alone: the example's figure adds the renderer's share of the two cores.
+//!
+//! `cargo bench --bench pile` prints the mean step and its phases and writes
+//! `target/bench/pile.json`. The scene's numbers are the example's (`examples/pile.rs`); keep
+//! them in step when either changes.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use nalgebra::UnitQuaternion;
+
+/// The example's fixed step (s).
+const DT: f64 = 1.0 / 64.0;
+/// Steps run, as the example's headless run draws frames.
+const STEPS: usize = 240;
+/// Steps before the measured ones (the example measures frames 11 on).
+const SKIPPED: usize = 10;
+
+/// The bucket (four box walls around a 1.2 m square, friction 0.3), the floor, and twenty
+/// bodies in five layers: cubes and balls of 0.1-0.17 m half size, `E` 100-300 kPa.
+fn scene() -> SoftWorld {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("unit normal"))
+        .expect("valid floor");
+    let (inner, height, thickness) = (0.6, 1.1, 0.05);
+    for k in 0..4 {
+        let rotation = UnitQuaternion::from_axis_angle(
+            &Vec3::y_axis(),
+            k as f64 * std::f64::consts::FRAC_PI_2,
+        );
+        let half = Vec3::new(thickness, height / 2.0, inner + 2.0 * thickness);
+        let wall = Obstacle::cuboid(half)
+            .expect("positive extents")
+            .with_position(rotation * Vec3::new(inner + thickness, height / 2.0, 0.0))
+            .with_rotation(rotation)
+            .with_friction(0.3);
+        world.add_obstacle(wall).expect("valid wall");
+    }
+    for i in 0..20usize {
+        let (column, layer) = (i % 4, i / 4);
+        let size = 0.1 + 0.035 * ((i * 7) % 3) as f64;
+        let at = Vec3::new(
+            -0.33 + 0.22 * column as f64 + 0.03 * layer as f64,
+            0.5 + 0.4 * layer as f64,
+            -0.2 + 0.4 * ((i / 2) % 2) as f64 - 0.05 * layer as f64,
+        );
+        let material = SoftMaterial::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f64);
+        let mesh = if i % 2 == 0 {
+            TetMesh::cuboid(Vec3::repeat(size), 4)
+        } else {
+            TetMesh::sphere(size, 5)
+        };
+        world
+            .add_body(Arc::new(mesh), material, at)
+            .expect("valid body");
+    }
+    world
+}
+
+fn main() {
+    let mut world = scene();
+    let bodies = world.bodies().count() as f64;
+    let vertices: usize = world
+        .bodies()
+        .map(|b| world.positions(b).map_or(0, <[Vec3]>::len))
+        .sum();
+    // Sums over the measured steps (ms; the phases are summed over bodies, so on two cores
+    // they add up to about twice the wall time they take).
+    let (mut wall, mut local, mut global, mut qp, mut detect) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut pd, mut log_residual, mut largest_island) = (0.0, 0.0, 0usize);
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let started = Instant::now();
+    for step in 0..STEPS {
+        let report = world.step(DT).expect("the pile steps");
+        assert!(report.frozen.is_empty(), "step {step}: {:?}", report.frozen);
+        if step < SKIPPED {
+            continue;
+        }
+        wall += ms(report.wall);
+        local += ms(report.timings.local);
+        global += ms(report.timings.global);
+        qp += ms(report.timings.mprgp);
+        detect += ms(report.timings.detect);
+        pd += report.pd_iterations as f64 / bodies;
+        log_residual += report.pd_residual.max(1e-300).ln();
+        largest_island = largest_island.max(report.largest_island);
+    }
+    let n = (STEPS - SKIPPED) as f64;
+    let residual = (log_residual / n).exp();
+    // Per column: its JSON key and the mean per measured step.
+    let columns = [
+        ("ms_per_step", wall),
+        ("ms_local", local),
+        ("ms_global", global),
+        ("ms_contact_qp", qp),
+        ("ms_detect", detect),
+        ("pd_iterations", pd),
+    ]
+    .map(|(key, sum)| (key, sum / n));
+    println!(
+        "pile: {bodies} bodies, {vertices} vertices, {STEPS} steps of 1/64 s (mean of steps {}..{STEPS}), run {:.1} s",
+        SKIPPED + 1,
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "| ms/step | local | global | contact QP | detect | PD its/step | residual (geomean) | largest island |"
+    );
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let cells: Vec<String> = columns.iter().map(|(_, v)| format!("{v:.2}")).collect();
+    println!(
+        "| {} | {residual:.2e} | {largest_island} |",
+        cells.join(" | ")
+    );
+    println!(
+        "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration)"
+    );
+    let fields: Vec<String> = columns
+        .iter()
+        .map(|(key, v)| format!("\"{key}\": {v:.4}"))
+        .collect();
+    let json = format!(
+        "{{{}, \"residual\": {residual:.4e}, \"largest_island\": {largest_island}}}\n",
+        fields.join(", ")
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
+    match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join("pile.json"), &json)) {
+        Ok(()) => println!("\nwrote {}", dir.join("pile.json").display()),
+        Err(e) => eprintln!("could not write pile.json: {e}"),
+    }
+}

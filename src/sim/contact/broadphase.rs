@@ -59,7 +59,7 @@ fn aabb_of<const N: usize>(points: [Vec3; N], margin: f64) -> Aabb {
     // Moved out by `|v| 2^-23 + 1e-30` before rounding to nearest, which moves it by at most
     // half that: below (above) `v` without a branch per coordinate (the exact one-ulp rounding
     // branched on every coordinate and cost 5-7 % of the `pile` replica's profile). The box
-    // may be one `f32` ulp wider than the tightest.
+    // may be up to about two and a half `f32` ulps wider than the tightest.
     let slack = |v: f64| v.abs() * f64::from(f32::EPSILON) + 1e-30;
     let down = |v: f64| (v - slack(v)) as f32;
     let up = |v: f64| (v + slack(v)) as f32;

@@ -638,8 +638,8 @@ mod tests {
         assert_eq!(whole.diagonal, dense.diagonal);
     }
 
-    /// A warm start at the solution needs no sweep; the exact refinement ends a solve long
-    /// before PGS alone would converge.
+    /// A set of rows whose `S_AA` is singular is factored once per solve, not after every
+    /// sweep that leaves it active.
     #[test]
     fn a_singular_active_set_is_tried_once() {
         // Rows 0 and 1 are the same constraint: any set holding both is singular, and PGS
@@ -658,6 +658,8 @@ mod tests {
         assert!((lambda[2] - 2.0 / 3.0).abs() < 1e-10, "{lambda:?}");
     }
 
+    /// A warm start at the solution needs no sweep; the exact refinement ends a solve long
+    /// before PGS alone would converge.
     #[test]
     fn warm_starts_and_refinement_cut_the_sweeps() {
         let mut rng = Rng(11);

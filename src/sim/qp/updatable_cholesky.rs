@@ -7,12 +7,13 @@
 //! ([`crate::sim::qp::dense_lcp`]): within one solve the candidate active set of one step
 //! differs from the last one's by a row or two (measured on a sim-only replica of the `pile`
 //! example, about 220 active rows: half of the factorizations changed at most four rows), so
-//! after the first factorization of a solve the others are updates.
+//! after the first factorization of a solve most of the others can be updates.
 //!
 //! **Removing** row `p`: with `L = [L11 0 0; l21' l22 0; L31 l32 L33]`, the matrix without row
 //! and column `p` is `[L11; L31] [L11; L31]' + [0 0; 0 L33 L33' + l32 l32']`, so `L11` and
-//! `L31` stay and `L33` takes the rank-one *update* by `l32` (Givens-like sweep, as in Golub and
-//! Van Loan, "Matrix Computations", 4th ed., section 6.5.4): always stable, never a downdate.
+//! `L31` stay and `L33` takes the rank-one *update* by `l32` (the classical column sweep of
+//! rotations, as in Golub and Van Loan's "Matrix Computations" on updating factorizations):
+//! always stable, never a downdate.
 //! **Appending** row `a` with entries `b = S_Aa` and diagonal `d`: `l = L^-1 b`,
 //! `l_aa = sqrt(d - l' l)`, refused where that is not clearly positive (the set is then
 //! singular to working precision and the caller factors anew or gives up).

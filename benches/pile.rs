@@ -4,15 +4,23 @@
 //! is the workload of the real-time issue's `pile` goal (under 25 ms a step) on the simulation
 //! alone: the example's figure adds the renderer's share of the two cores.
 //!
-//! `cargo bench --bench pile` prints the mean step and its phases and writes
-//! `target/bench/pile.json`. The scene's numbers are the example's (`examples/pile.rs`); keep
+//! `cargo bench --bench pile` prints the mean step, its phases, the PD iterations and residual,
+//! and the deepest crossing between bodies (a surface vertex inside another body, measured
+//! every 23 steps outside the timings: the accuracy side of a change to the contacts), and
+//! writes `target/bench/pile.json`. The scene's numbers are the example's (`examples/pile.rs`); keep
 //! them in step when either changes.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::{
+    BodyHandle, Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
 use nalgebra::UnitQuaternion;
+
+// The integration tests' crossing measures.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 /// The example's fixed step (s).
 const DT: f64 = 1.0 / 64.0;
@@ -20,6 +28,8 @@ const DT: f64 = 1.0 / 64.0;
 const STEPS: usize = 240;
 /// Steps before the measured ones (the example measures frames 11 on).
 const SKIPPED: usize = 10;
+/// Measured steps between two measures of the deepest crossing (outside the timings).
+const DEPTH_EVERY: usize = 23;
 
 /// The bucket (four box walls around a 1.2 m square, friction 0.3), the floor, and twenty
 /// bodies in five layers: cubes and balls of 0.1-0.17 m half size, `E` 100-300 kPa.
@@ -63,6 +73,33 @@ fn scene() -> SoftWorld {
     world
 }
 
+/// The deepest surface vertex of any body inside another (m): for each vertex strictly inside
+/// a deformed tet of another body, its distance to that body's surface (pairs whose bounds
+/// overlap).
+fn deepest_crossing(world: &SoftWorld) -> f64 {
+    let handles: Vec<BodyHandle> = world.bodies().collect();
+    let bounds: Vec<(Vec3, Vec3)> = handles
+        .iter()
+        .map(|&h| {
+            world.positions(h).expect("live body").iter().fold(
+                (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY)),
+                |(lo, hi), p| (lo.inf(p), hi.sup(p)),
+            )
+        })
+        .collect();
+    let mut deepest = 0.0f64;
+    for (i, &a) in handles.iter().enumerate() {
+        for (j, &b) in handles.iter().enumerate() {
+            let ((lo_a, hi_a), (lo_b, hi_b)) = (bounds[i], bounds[j]);
+            if i == j || (0..3).any(|k| lo_a[k] > hi_b[k] || lo_b[k] > hi_a[k]) {
+                continue;
+            }
+            deepest = deepest.max(common::penetration(world, a, b));
+        }
+    }
+    deepest
+}
+
 fn main() {
     let mut world = scene();
     let bodies = world.bodies().count() as f64;
@@ -74,6 +111,8 @@ fn main() {
     // they add up to about twice the wall time they take).
     let (mut wall, mut local, mut global, mut qp, mut detect) = (0.0, 0.0, 0.0, 0.0, 0.0);
     let (mut pd, mut log_residual, mut largest_island) = (0.0, 0.0, 0usize);
+    // Deepest surface vertex inside another body (m), every `DEPTH_EVERY` measured steps.
+    let mut deepest = 0.0f64;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let started = Instant::now();
     for step in 0..STEPS {
@@ -90,6 +129,9 @@ fn main() {
         pd += report.pd_iterations as f64 / bodies;
         log_residual += report.pd_residual.max(1e-300).ln();
         largest_island = largest_island.max(report.largest_island);
+        if (step - SKIPPED).is_multiple_of(DEPTH_EVERY) {
+            deepest = deepest.max(deepest_crossing(&world));
+        }
     }
     let n = (STEPS - SKIPPED) as f64;
     let residual = (log_residual / n).exp();
@@ -109,23 +151,24 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "| ms/step | local | global | contact QP | detect | PD its/step | residual (geomean) | largest island |"
+        "| ms/step | local | global | contact QP | detect | PD its/step | residual (geomean) | deepest crossing (mm) | largest island |"
     );
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let cells: Vec<String> = columns.iter().map(|(_, v)| format!("{v:.2}")).collect();
     println!(
-        "| {} | {residual:.2e} | {largest_island} |",
-        cells.join(" | ")
+        "| {} | {residual:.2e} | {:.2} | {largest_island} |",
+        cells.join(" | "),
+        deepest * 1e3
     );
     println!(
-        "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration)"
+        "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration; the crossing is the deepest vertex inside another body, every {DEPTH_EVERY} steps)"
     );
     let fields: Vec<String> = columns
         .iter()
         .map(|(key, v)| format!("\"{key}\": {v:.4}"))
         .collect();
     let json = format!(
-        "{{{}, \"residual\": {residual:.4e}, \"largest_island\": {largest_island}}}\n",
+        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"largest_island\": {largest_island}}}\n",
         fields.join(", ")
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");

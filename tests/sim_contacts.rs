@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use bevy_deformable::sim::contact::{FrictionModel, closest_point_on_triangle};
-use bevy_deformable::sim::embed::barycentric;
+use bevy_deformable::sim::contact::FrictionModel;
 use bevy_deformable::sim::{
     BodyHandle, CombineRule, Obstacle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftMaterial,
     SoftWorld, TetMesh, Vec3, WorldSettings,
@@ -12,7 +11,7 @@ use bevy_deformable::sim::{
 use nalgebra::UnitQuaternion;
 
 mod common;
-use common::{intersections, surface, triangles_intersect};
+use common::{intersections, penetration, triangles_intersect};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -22,30 +21,6 @@ fn cube(half: f64, res: usize) -> Arc<TetMesh> {
 
 fn centroid(x: &[Vec3]) -> Vec3 {
     x.iter().sum::<Vec3>() / x.len() as f64
-}
-
-/// Deepest penetration (m) of a surface vertex of `a` into body `b`: for every vertex inside
-/// one of `b`'s deformed tets, its distance to `b`'s surface.
-fn penetration(world: &SoftWorld, a: BodyHandle, b: BodyHandle) -> f64 {
-    let (xa, xb) = (world.positions(a).unwrap(), world.positions(b).unwrap());
-    let mb = world.mesh(b).unwrap();
-    let surface = surface(world, b);
-    let mut deepest = 0.0f64;
-    for &v in world.mesh(a).unwrap().surface_vertices() {
-        let p = xa[v as usize];
-        let inside = mb.tets().iter().any(|t| {
-            let [q0, q1, q2, q3] = t.map(|i| xb[i as usize]);
-            barycentric(&p, &q0, &q1, &q2, &q3).is_some_and(|w| w.iter().all(|&c| c > 0.0))
-        });
-        if inside {
-            let depth = surface
-                .iter()
-                .map(|t| (p - closest_point_on_triangle(&p, &t[0], &t[1], &t[2]).1).norm())
-                .fold(f64::INFINITY, f64::min);
-            deepest = deepest.max(depth);
-        }
-    }
-    deepest
 }
 
 fn top(world: &SoftWorld, b: BodyHandle) -> f64 {

@@ -3,6 +3,8 @@
 // Each test crate uses its own subset.
 #![allow(dead_code)]
 
+use bevy_deformable::sim::contact::closest_point_on_triangle;
+use bevy_deformable::sim::embed::barycentric;
 use bevy_deformable::sim::{BodyHandle, SoftWorld, Vec3};
 
 /// `sign(det[b - a, c - a, d - a])`.
@@ -46,4 +48,28 @@ pub fn intersections(world: &SoftWorld, a: BodyHandle, b: BodyHandle) -> usize {
     sa.iter()
         .map(|t| sb.iter().filter(|u| triangles_intersect(t, u)).count())
         .sum()
+}
+
+/// Deepest penetration (m) of a surface vertex of `a` into body `b`: for every vertex inside
+/// one of `b`'s deformed tets, its distance to `b`'s surface.
+pub fn penetration(world: &SoftWorld, a: BodyHandle, b: BodyHandle) -> f64 {
+    let (xa, xb) = (world.positions(a).unwrap(), world.positions(b).unwrap());
+    let mb = world.mesh(b).unwrap();
+    let surface = surface(world, b);
+    let mut deepest = 0.0f64;
+    for &v in world.mesh(a).unwrap().surface_vertices() {
+        let p = xa[v as usize];
+        let inside = mb.tets().iter().any(|t| {
+            let [q0, q1, q2, q3] = t.map(|i| xb[i as usize]);
+            barycentric(&p, &q0, &q1, &q2, &q3).is_some_and(|w| w.iter().all(|&c| c > 0.0))
+        });
+        if inside {
+            let depth = surface
+                .iter()
+                .map(|t| (p - closest_point_on_triangle(&p, &t[0], &t[1], &t[2]).1).norm())
+                .fold(f64::INFINITY, f64::min);
+            deepest = deepest.max(depth);
+        }
+    }
+    deepest
 }

@@ -173,7 +173,7 @@ pub struct DenseLcp {
     active_at: Vec<u32>,
     /// Per row: whether the kept factor holds it.
     in_factor: Vec<bool>,
-    /// Per row: its place in the factor, or `u32::MAX` (scratch of an append).
+    /// Per row: its place in the factor, or `u32::MAX` (scratch of the appends).
     position: Vec<u32>,
     /// A row of `S` at the factor's rows (scratch of an append).
     column: Vec<f64>,
@@ -326,14 +326,14 @@ impl DenseLcp {
     /// Brings the kept factor to the active set by removals and appends, where it differs by
     /// at most [`max_updates`] rows. Returns whether the factor now holds the active set.
     fn update_factor(&mut self, s: &SymmetricRows) -> bool {
+        if self.cholesky.ids().is_empty() {
+            return false;
+        }
         let m = s.dim();
         self.in_factor.clear();
         self.in_factor.resize(m, false);
         for &a in self.cholesky.ids() {
             self.in_factor[a] = true;
-        }
-        if self.cholesky.ids().is_empty() {
-            return false;
         }
         self.active_at.clear();
         self.active_at.resize(m, u32::MAX);
@@ -356,17 +356,18 @@ impl DenseLcp {
                 self.cholesky.remove(p);
             }
         }
+        // Each row's place in the factor, kept up to date as rows join at its end.
+        self.position.clear();
+        self.position.resize(m, u32::MAX);
+        for (r, &id) in self.cholesky.ids().iter().enumerate() {
+            self.position[id] = r as u32;
+        }
         for i in 0..self.active.len() {
             let a = self.active[i];
             if self.in_factor[a] {
                 continue;
             }
             // Row `a` of `S` at the factor's rows.
-            self.position.clear();
-            self.position.resize(m, u32::MAX);
-            for (r, &id) in self.cholesky.ids().iter().enumerate() {
-                self.position[id] = r as u32;
-            }
             self.column.clear();
             self.column.resize(self.cholesky.ids().len(), 0.0);
             for &(c, v) in s.row(a) {
@@ -378,6 +379,7 @@ impl DenseLcp {
             if !self.cholesky.append(a, &self.column, s.diagonal[a]) {
                 return false;
             }
+            self.position[a] = (self.cholesky.ids().len() - 1) as u32;
         }
         true
     }

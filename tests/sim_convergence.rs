@@ -178,8 +178,10 @@ fn the_iterations_stop_on_the_tolerance_at_the_residual_measured_after_them() {
             assert!(stats.pd_residual <= tolerance, "{stats:?}");
             assert!(stats.pd_iterations < world.settings().pd_iterations);
             assert!(
-                // Relative to the step's scale, rounding is about 1e-12 (in free fall).
-                (stats.pd_residual - measured).abs() <= 1e-6 * measured + 1e-10,
+                // The in-iteration measure takes the unconstrained solve as exact, but its
+                // correction is solved in f32: rounding of about 1e-7 of the step's scale
+                // (measured: at most 9.6e-8 over these steps), where f64 left about 1e-12.
+                (stats.pd_residual - measured).abs() <= 1e-6 * measured + 2e-7,
                 "in the iterations {:e}, measured after them {measured:e}",
                 stats.pd_residual
             );

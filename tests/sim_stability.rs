@@ -63,6 +63,7 @@ fn drop_on_floor(
     nu: f64,
     dt: f64,
     settling: Settling,
+    duration: f64,
 ) -> Outcome {
     let mesh = Arc::new(match shape {
         Shape::Cube => TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap(),
@@ -84,7 +85,7 @@ fn drop_on_floor(
         .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let rest_volume = volume(&mesh, world.positions(body).unwrap());
-    let steps = (DURATION / dt).round() as usize;
+    let steps = (duration / dt).round() as usize;
     let settled_from = (1.5 / dt).round() as usize;
     let mut deepest = 0.0f64;
     let mut frozen = false;
@@ -119,7 +120,12 @@ fn drop_on_floor(
 }
 
 fn check(shape: Shape, e: f64, nu: f64, dt: f64, settling: Settling) {
-    let o = drop_on_floor(shape, e, nu, dt, settling);
+    check_after(shape, e, nu, dt, settling, DURATION);
+}
+
+/// [`check`] over `duration` (s) of simulated time.
+fn check_after(shape: Shape, e: f64, nu: f64, dt: f64, settling: Settling, duration: f64) {
+    let o = drop_on_floor(shape, e, nu, dt, settling, duration);
     assert!(
         o.passes(e),
         "{shape:?} E = {e:e} Pa, nu = {nu}, dt = 1/{:.0} s: {o:?}",
@@ -137,9 +143,23 @@ fn a_nearly_incompressible_stiff_cube_rests_at_a_large_step() {
     check(Shape::Cube, 1e6, 0.49, 1.0 / 30.0, Settling::default());
 }
 
+/// At 1 kPa the sphere's weight (about 5 kPa at its base) collapses it to about 30 % of its
+/// volume, and the collapse goes on after the landing in slow bursts of up to 0.12 m/s, each
+/// releasing energy: the energy audit of one, between 4.4 and 5.5 s, finds the total energy
+/// falling through it (0.12 J released, of 54 J), so it is the slump of the heap, not energy
+/// from nowhere. When they come depends on the last bits of the solve (measured: 6.5-7.5 s
+/// with an f64 global solve, 4.5-5.5 s with its f32 correction; none after 8 s in either), so
+/// rest is asserted at 10 s.
 #[test]
 fn a_very_soft_sphere_rests_on_the_floor_without_sinking() {
-    check(Shape::Sphere, 1e3, 0.45, 1.0 / 60.0, Settling::default());
+    check_after(
+        Shape::Sphere,
+        1e3,
+        0.45,
+        1.0 / 60.0,
+        Settling::default(),
+        10.0,
+    );
 }
 
 #[test]
@@ -148,9 +168,10 @@ fn without_settling_a_stiff_cube_still_comes_to_rest() {
 }
 
 /// The whole grid, printed as a table; fails if any cell fails. Known failures (README,
-/// "Stability grid"), 17 of 144: bodies at E = 1e4 Pa (and one at 1e3 Pa) still bounce after
-/// 5 s at h = 1/240 s, and bodies at E = 1e4 Pa with nu <= 0.3 keep less than 90 % of their
-/// volume, as linear elasticity predicts for their weight.
+/// "Stability grid"), 18 of 144: bodies at E = 1e4 Pa (and one at 1e3 Pa) still bounce after
+/// 5 s at h = 1/240 s, bodies at E = 1e4 Pa with nu <= 0.3 keep less than 90 % of their
+/// volume, as linear elasticity predicts for their weight, and the 1 kPa sphere of
+/// [`a_very_soft_sphere_rests_on_the_floor_without_sinking`] still slumps at 5 s.
 #[test]
 #[ignore = "the full grid takes minutes: run with --release -- --ignored --nocapture"]
 fn stability_grid() {
@@ -163,7 +184,7 @@ fn stability_grid() {
         for e in [1e3, 1e4, 1e5, 1e6, 1e7, 1e8] {
             for nu in [0.0, 0.3, 0.45, 0.49] {
                 for dt in [1.0 / 240.0, 1.0 / 60.0, 1.0 / 30.0] {
-                    let o = drop_on_floor(shape, e, nu, dt, Settling::default());
+                    let o = drop_on_floor(shape, e, nu, dt, Settling::default(), DURATION);
                     let ok = o.passes(e);
                     println!(
                         "| {shape:?} | {e:.0e} | {nu} | 1/{:.0} | {:.4} | {:.2} | {:.3} | {:.2} | {} | {} |",

@@ -339,6 +339,12 @@ impl PdSystem {
         self.chol.solve_in_place(x);
     }
 
+    /// Solves `L x = b` in place through the factor rounded to f32 (see
+    /// [`crate::sim::sparse::SparseCholesky::solve_correction_in_place`]).
+    pub fn solve_correction_in_place(&mut self, x: &mut [Vec3]) {
+        self.chol.solve_correction_in_place(x);
+    }
+
     /// Solves `L x = b` for one coordinate in place (`L` acts alike on x, y and z), through the
     /// shared factor with caller-owned scratch.
     pub fn solve_scalar_with(&self, x: &mut [f64], scratch: &mut crate::sim::sparse::SolveScratch) {

@@ -37,6 +37,9 @@ pub(crate) struct Workspace {
     pub b: Vec<Vec3>,
     /// Unconstrained global solution over the free vertices.
     pub x_free: Vec<Vec3>,
+    /// Scratch of the unconstrained solve: the defect `b + f - A x_free`, then its
+    /// correction (the step's `unconstrained_solve`).
+    pub defect: Vec<Vec3>,
     /// The right-hand side of the previous PD iteration (N), for the iterate's residual.
     pub b_prev: Vec<Vec3>,
     /// The right-hand side of the PD iteration before the previous one (N), the Chebyshev

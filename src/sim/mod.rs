@@ -17,6 +17,7 @@
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
 //! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
+//! | [`fem`] | finite-element energies, gradients and SPD-projected Hessians (the Newton solver) |
 //! | [`ordering`] | nested-dissection fill-reducing ordering of the sparse Cholesky |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
@@ -24,6 +25,7 @@
 
 pub mod contact;
 pub mod embed;
+pub mod fem;
 pub mod inverse_columns;
 pub mod lanes;
 pub(crate) mod lattice;

@@ -118,26 +118,8 @@ impl PdSystem {
     pub fn new(mesh: &TetMesh, setup: PdSetup<'_>) -> Result<Self, FactorError> {
         let n = mesh.vertex_count();
         let masses = mesh.lumped_masses(setup.material.density);
-        let grads: Vec<[Vec3; 4]> = mesh
-            .inv_rest_shapes()
-            .iter()
-            .map(|dm_inv| {
-                let g1: Vec3 = dm_inv.row(0).transpose();
-                let g2: Vec3 = dm_inv.row(1).transpose();
-                let g3: Vec3 = dm_inv.row(2).transpose();
-                [-(g1 + g2 + g3), g1, g2, g3]
-            })
-            .collect();
-        let mut dof = vec![0u32; n];
-        let mut free = Vec::with_capacity(n);
-        for (i, d) in dof.iter_mut().enumerate() {
-            if setup.pinned.get(i).copied().unwrap_or(false) {
-                *d = PINNED;
-            } else {
-                *d = free.len() as u32;
-                free.push(i as u32);
-            }
-        }
+        let grads = gradient_rows(mesh);
+        let (dof, free) = free_numbering(n, setup.pinned);
         let tets = mesh.tets().to_vec();
         let mut pairs = Vec::with_capacity(tets.len() * 6);
         for t in &tets {
@@ -512,6 +494,34 @@ impl crate::sim::qp::SpdSolve for PdSystem {
     fn solve_in_place(&mut self, x: &mut [Vec3]) {
         self.chol.solve_in_place(x);
     }
+}
+
+/// Per tet, the rows `g_k` (1/m) with `F = sum_k x_k g_k'`: the rows of the inverse rest shape
+/// matrix for vertices 1-3, and `g_0 = -(g_1 + g_2 + g_3)`.
+pub(crate) fn gradient_rows(mesh: &TetMesh) -> Vec<[Vec3; 4]> {
+    mesh.inv_rest_shapes()
+        .iter()
+        .map(|dm_inv| {
+            let g: [Vec3; 3] = std::array::from_fn(|r| dm_inv.row(r).transpose());
+            [-(g[0] + g[1] + g[2]), g[0], g[1], g[2]]
+        })
+        .collect()
+}
+
+/// The numbering of the free vertices of `n` (`pinned[i]`; missing entries are free): per
+/// vertex its free index or [`PINNED`], and the free vertices in order.
+pub(crate) fn free_numbering(n: usize, pinned: &[bool]) -> (Vec<u32>, Vec<u32>) {
+    let mut dof = vec![0u32; n];
+    let mut free = Vec::with_capacity(n);
+    for (i, d) in dof.iter_mut().enumerate() {
+        if pinned.get(i).copied().unwrap_or(false) {
+            *d = PINNED;
+        } else {
+            *d = free.len() as u32;
+            free.push(i as u32);
+        }
+    }
+    (dof, free)
 }
 
 /// The pinned vertices' coupling terms of one tet's contributions:

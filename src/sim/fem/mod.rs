@@ -1,0 +1,22 @@
+//! Finite-element elasticity for the Newton solver (`../shared/papers/mprgp-collision-qp.txt`,
+//! eq. 4-7: one Newton step of implicit Euler on a hyperelastic energy per time step).
+//!
+//! Where Projective Dynamics ([`crate::sim::pd`]) keeps a constant matrix and pays for it with
+//! many cheap iterations, the Newton solver linearizes the true elastic forces: it needs the
+//! energy, its gradient and its Hessian, made positive semi-definite per element so that the
+//! Newton matrix `M/h^2 + K` is always positive definite.
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`energy`] | isotropic energy densities in the signed singular values, and the derivatives of the analytic eigensystem |
+//! | [`element`] | one tet: energy, gradient, stress-derivative eigensystem, projected Hessian |
+//! | [`assembly`] | the Newton matrix's fixed pattern and the scatter of the element blocks |
+//! | [`newton`] | Newton's method with a line search on one body's incremental potential, no contact |
+
+pub mod assembly;
+pub mod element;
+pub mod energy;
+pub mod newton;
+
+pub use energy::{FemModel, Lame};
+pub use newton::{NewtonSettings, NewtonSetup, NewtonStats, NewtonSystem, Potential};

@@ -1,0 +1,539 @@
+//! Newton's method on one body's incremental potential, without contact: the unconstrained core
+//! of the MPRGP paper's time step (`../shared/papers/mprgp-collision-qp.txt`, eq. 4-7), which
+//! takes one Newton step of implicit Euler per frame and solves its linear system (with the
+//! contact rows, eq. 8) as a QP.
+//!
+//! The potential over the positions `x` (m) is
+//! `Phi(x) = w/2 sum_i m_i |x_i - y_i|^2 + sum_t V_t Psi(F_t) - sum_i f_i . x_i` (J): with
+//! `w = 1/h^2` and `y` the inertial prediction its minimiser is the implicit Euler step; with
+//! `w = 0` it is the static equilibrium under the forces `f` (N). Each Newton iteration
+//! assembles `w M + K(x)` with the element Hessians projected to positive semi-definite
+//! ([`super::element::hessian`]), so the direction always descends, solves it through a sparse
+//! Cholesky factor (pattern analysed once; the exact solve is the reference the QP solvers are
+//! tested against), and backtracks on `Phi` (Armijo) where the full step would not decrease it.
+//! Pinned vertices keep their positions.
+//!
+//! Once an iteration has taken the full step (the iterate is in Newton's basin), the next one
+//! tries the exact Hessian first and projects only if that fails to factor: compressed
+//! elements have negative twist eigenvalues even at a stable equilibrium, where the sum is
+//! still positive definite, and clamping them there makes the convergence linear (measured on
+//! a sagging rubber beam: a rate of about 0.32 per iteration with clamping alone, quadratic
+//! with the exact Hessian at the end; the test below).
+
+use rayon::prelude::*;
+
+use super::assembly::HessianPattern;
+use super::element::{energy_and_gradient, hessian};
+use super::energy::{FemModel, Lame};
+use crate::sim::math::{Mat3, Vec3};
+use crate::sim::mesh::TetMesh;
+use crate::sim::pd::{PINNED, free_numbering, gradient_rows};
+use crate::sim::sparse::{FactorError, SolveScratch, SparseCholesky};
+
+/// Armijo's sufficient-decrease constant.
+const ARMIJO: f64 = 1e-4;
+
+/// Most halvings of the step in one line search.
+const MAX_HALVINGS: usize = 30;
+
+/// What a [`NewtonSystem`] is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct NewtonSetup<'a> {
+    /// The elastic model.
+    pub model: FemModel,
+    /// Its Lame parameters (Pa).
+    pub lame: Lame,
+    /// Density (kg/m^3), for the lumped masses.
+    pub density: f64,
+    /// Per vertex: pinned (kept in place); shorter than the mesh means the rest are free.
+    pub pinned: &'a [bool],
+}
+
+/// The potential a solve minimises (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct Potential<'a> {
+    /// `w` (1/s^2): `1/h^2` for an implicit Euler step, 0 for statics.
+    pub inertia: f64,
+    /// The inertial prediction `y` per vertex (m); unused where `inertia` is 0.
+    pub target: &'a [Vec3],
+    /// External force per vertex (N), e.g. `m_i g`.
+    pub force: &'a [Vec3],
+}
+
+/// Stopping rule of [`NewtonSystem::solve`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NewtonSettings {
+    /// The most Newton iterations.
+    pub max_iterations: usize,
+    /// Stop once `|grad Phi|` over the free vertices is at most this share of its value at the
+    /// start (dimensionless).
+    pub tolerance: f64,
+}
+
+/// What one [`NewtonSystem::solve`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct NewtonStats {
+    /// Newton iterations taken.
+    pub iterations: usize,
+    /// Step halvings of the line searches, summed.
+    pub halvings: usize,
+    /// Iterations that used the projected Hessian (the others factored the exact one).
+    pub projected: usize,
+    /// `|grad Phi|` at the start (N).
+    pub initial_gradient: f64,
+    /// `|grad Phi|` at the end (N).
+    pub final_gradient: f64,
+    /// Whether the tolerance was reached.
+    pub converged: bool,
+}
+
+/// One body's elastic energy, its derivatives and the Newton matrix.
+#[derive(Debug)]
+pub struct NewtonSystem {
+    model: FemModel,
+    lame: Lame,
+    tets: Vec<[u32; 4]>,
+    grads: Vec<[Vec3; 4]>,
+    volumes: Vec<f64>,
+    masses: Vec<f64>,
+    dof: Vec<u32>,
+    free: Vec<u32>,
+    pattern: HessianPattern,
+    chol: SparseCholesky,
+    scratch: SolveScratch,
+    /// Per tet: its Hessian blocks, energy and gradient (the parallel part's output).
+    blocks: Vec<[[Mat3; 4]; 4]>,
+    tet_energy: Vec<f64>,
+    tet_gradient: Vec<[Vec3; 4]>,
+    diagonal: Vec<f64>,
+    direction: Vec<f64>,
+    gradient: Vec<Vec3>,
+    step: Vec<Vec3>,
+    trial: Vec<Vec3>,
+}
+
+impl NewtonSystem {
+    /// The system of `mesh` (analyses the Newton matrix's pattern; nothing is factored yet).
+    ///
+    /// # Errors
+    /// [`FactorError::Internal`] if the pattern cannot be analysed.
+    pub fn new(mesh: &TetMesh, setup: NewtonSetup<'_>) -> Result<Self, FactorError> {
+        let (dof, free) = free_numbering(mesh.vertex_count(), setup.pinned);
+        let tets = mesh.tets().to_vec();
+        let grads = gradient_rows(mesh);
+        let pattern = HessianPattern::new(&tets, &dof, free.len());
+        let coordinates: Vec<Vec3> = free
+            .iter()
+            .flat_map(|&v| [mesh.rest_positions()[v as usize]; 3])
+            .collect();
+        let chol = SparseCholesky::analyse_with_coordinates(pattern.matrix(), &coordinates)?;
+        let t = tets.len();
+        Ok(Self {
+            model: setup.model,
+            lame: setup.lame,
+            grads,
+            volumes: mesh.rest_volumes().to_vec(),
+            masses: mesh.lumped_masses(setup.density),
+            pattern,
+            chol,
+            scratch: SolveScratch::default(),
+            blocks: vec![[[Mat3::zeros(); 4]; 4]; t],
+            tet_energy: vec![0.0; t],
+            tet_gradient: vec![[Vec3::zeros(); 4]; t],
+            diagonal: vec![0.0; free.len()],
+            direction: vec![0.0; 3 * free.len()],
+            gradient: vec![Vec3::zeros(); free.len()],
+            step: vec![Vec3::zeros(); free.len()],
+            trial: Vec::with_capacity(mesh.vertex_count()),
+            tets,
+            dof,
+            free,
+        })
+    }
+
+    /// Lumped vertex masses (kg).
+    pub fn masses(&self) -> &[f64] {
+        &self.masses
+    }
+
+    /// The free vertices, in the order of the matrix's rows.
+    pub fn free_vertices(&self) -> &[u32] {
+        &self.free
+    }
+
+    /// `Phi(x)` (J) for positions `x` of every vertex.
+    pub fn potential(&mut self, x: &[Vec3], potential: &Potential<'_>) -> f64 {
+        let (model, lame) = (self.model, self.lame);
+        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
+        self.tet_energy
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(t, e)| {
+                let xt = tets[t].map(|v| x[v as usize]);
+                *e = energy_and_gradient(model, lame, volumes[t], &grads[t], &xt).0;
+            });
+        // Summed in tet order: the same value whatever the thread count.
+        let elastic: f64 = self.tet_energy.iter().sum();
+        let mut outer = 0.0;
+        for &v in &self.free {
+            let i = v as usize;
+            if potential.inertia > 0.0 {
+                outer += 0.5
+                    * potential.inertia
+                    * self.masses[i]
+                    * (x[i] - potential.target[i]).norm_squared();
+            }
+            outer -= potential.force[i].dot(&x[i]);
+        }
+        elastic + outer
+    }
+
+    /// `grad Phi(x)` over the free vertices (N), into `out` (one entry per free vertex).
+    pub fn gradient(&mut self, x: &[Vec3], potential: &Potential<'_>, out: &mut [Vec3]) {
+        let (model, lame) = (self.model, self.lame);
+        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
+        self.tet_gradient
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(t, g)| {
+                let xt = tets[t].map(|v| x[v as usize]);
+                *g = energy_and_gradient(model, lame, volumes[t], &grads[t], &xt).1;
+            });
+        for (d, &v) in self.free.iter().enumerate() {
+            let i = v as usize;
+            out[d] = -potential.force[i];
+            if potential.inertia > 0.0 {
+                out[d] += potential.inertia * self.masses[i] * (x[i] - potential.target[i]);
+            }
+        }
+        for (t, tet) in self.tets.iter().enumerate() {
+            for (k, &v) in tet.iter().enumerate() {
+                let d = self.dof[v as usize];
+                if d != PINNED {
+                    out[d as usize] += self.tet_gradient[t][k];
+                }
+            }
+        }
+    }
+
+    /// Assembles and factors `w M + K(x)`, with the element Hessians projected to positive
+    /// semi-definite where `project`.
+    ///
+    /// # Errors
+    /// [`FactorError::NotPositiveDefinite`] if the matrix is not positive definite (without
+    /// `project`: an indefinite Hessian; with it: no inertia and no pins leave the rigid
+    /// motions free).
+    pub fn factor_hessian(
+        &mut self,
+        x: &[Vec3],
+        inertia: f64,
+        project: bool,
+    ) -> Result<(), FactorError> {
+        let (model, lame) = (self.model, self.lame);
+        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
+        self.blocks.par_iter_mut().enumerate().for_each(|(t, b)| {
+            let xt = tets[t].map(|v| x[v as usize]);
+            *b = hessian(model, lame, volumes[t], &grads[t], &xt, project);
+        });
+        for (d, &v) in self.free.iter().enumerate() {
+            self.diagonal[d] = inertia * self.masses[v as usize];
+        }
+        self.pattern.assemble(&self.blocks, &self.diagonal);
+        self.chol.factorize(self.pattern.matrix())
+    }
+
+    /// Solves `(w M + K) delta = -g` with the last factor, `g` per free vertex; the direction
+    /// into `out` (per free vertex, m).
+    pub fn newton_direction(&mut self, g: &[Vec3], out: &mut [Vec3]) {
+        for (d, gd) in g.iter().enumerate() {
+            for a in 0..3 {
+                self.direction[3 * d + a] = -gd[a];
+            }
+        }
+        self.chol
+            .solve_scalar_with(&mut self.direction, &mut self.scratch);
+        for (d, o) in out.iter_mut().enumerate() {
+            *o = Vec3::new(
+                self.direction[3 * d],
+                self.direction[3 * d + 1],
+                self.direction[3 * d + 2],
+            );
+        }
+    }
+
+    /// Newton iterations with a backtracking line search from `x` (every vertex, m; updated in
+    /// place) until `|grad Phi|` falls to `settings.tolerance` times its start value, or a line
+    /// search finds no decrease of `Phi` in [`MAX_HALVINGS`] halvings (round-off at the
+    /// minimum: the iterate is kept, and the stats say whether the tolerance was reached).
+    ///
+    /// # Errors
+    /// [`FactorError`] if a Newton matrix cannot be factored (see
+    /// [`NewtonSystem::factor_hessian`]); `x` then holds the last iterate.
+    pub fn solve(
+        &mut self,
+        x: &mut [Vec3],
+        potential: &Potential<'_>,
+        settings: NewtonSettings,
+    ) -> Result<NewtonStats, FactorError> {
+        let nf = self.free.len();
+        let mut gradient = std::mem::take(&mut self.gradient);
+        let mut trial = std::mem::take(&mut self.trial);
+        let mut direction = std::mem::take(&mut self.step);
+        direction.resize(nf, Vec3::zeros());
+        gradient.resize(nf, Vec3::zeros());
+        self.gradient(x, potential, &mut gradient);
+        let norm = |g: &[Vec3]| g.iter().map(|v| v.norm_squared()).sum::<f64>().sqrt();
+        let mut stats = NewtonStats {
+            initial_gradient: norm(&gradient),
+            ..NewtonStats::default()
+        };
+        stats.final_gradient = stats.initial_gradient;
+        let target = settings.tolerance * stats.initial_gradient;
+        let mut result = Ok(());
+        let mut full_step = false;
+        while stats.final_gradient > target && stats.iterations < settings.max_iterations {
+            let exact = full_step && self.factor_hessian(x, potential.inertia, false).is_ok();
+            if !exact {
+                stats.projected += 1;
+                if let Err(e) = self.factor_hessian(x, potential.inertia, true) {
+                    result = Err(e);
+                    break;
+                }
+            }
+            self.newton_direction(&gradient, &mut direction);
+            let slope: f64 = gradient.iter().zip(&direction).map(|(g, d)| g.dot(d)).sum();
+            let start = self.potential(x, potential);
+            let mut step = 1.0;
+            trial.clear();
+            trial.extend_from_slice(x);
+            let mut halvings = 0;
+            let accepted = loop {
+                for (d, &v) in self.free.iter().enumerate() {
+                    trial[v as usize] = x[v as usize] + step * direction[d];
+                }
+                let value = self.potential(&trial, potential);
+                if value <= start + ARMIJO * step * slope {
+                    break true;
+                }
+                if halvings == MAX_HALVINGS {
+                    break false;
+                }
+                step *= 0.5;
+                halvings += 1;
+            };
+            stats.halvings += halvings;
+            if !accepted {
+                // No decrease along the direction (round-off at a minimum): keep the iterate.
+                break;
+            }
+            x.copy_from_slice(&trial);
+            full_step = halvings == 0;
+            stats.iterations += 1;
+            self.gradient(x, potential, &mut gradient);
+            stats.final_gradient = norm(&gradient);
+        }
+        stats.converged = stats.final_gradient <= target;
+        self.gradient = gradient;
+        self.trial = trial;
+        self.step = direction;
+        result.map(|()| stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rubber() -> Lame {
+        Lame {
+            mu: 1.0e5 / 2.6,
+            lambda: 1.0e5 * 0.3 / (1.3 * 0.4),
+        }
+    }
+
+    fn system(mesh: &TetMesh, model: FemModel, pinned: &[bool]) -> NewtonSystem {
+        NewtonSystem::new(
+            mesh,
+            NewtonSetup {
+                model,
+                lame: rubber(),
+                density: 1000.0,
+                pinned,
+            },
+        )
+        .unwrap()
+    }
+
+    fn gravity_forces(system: &NewtonSystem) -> Vec<Vec3> {
+        system
+            .masses()
+            .iter()
+            .map(|&m| m * Vec3::new(0.0, -9.81, 0.0))
+            .collect()
+    }
+
+    #[test]
+    fn potential_gradient_matches_finite_differences() {
+        let mesh = TetMesh::cuboid(Vec3::new(0.2, 0.1, 0.1), 4);
+        let pinned: Vec<bool> = mesh.rest_positions().iter().map(|p| p.x < -0.19).collect();
+        for model in [FemModel::FixedCorotated, FemModel::StableNeoHookean] {
+            let mut system = system(&mesh, model, &pinned);
+            let x: Vec<Vec3> = mesh
+                .rest_positions()
+                .iter()
+                .map(|p| p + 0.02 * Vec3::new((7.0 * p.y).sin(), (5.0 * p.x).cos(), p.z))
+                .collect();
+            let target: Vec<Vec3> = mesh.rest_positions().to_vec();
+            let force = gravity_forces(&system);
+            let potential = Potential {
+                inertia: 3600.0,
+                target: &target,
+                force: &force,
+            };
+            let mut g = vec![Vec3::zeros(); system.free_vertices().len()];
+            system.gradient(&x, &potential, &mut g);
+            let h = 1e-7;
+            for (d, &v) in system
+                .free_vertices()
+                .to_vec()
+                .iter()
+                .enumerate()
+                .step_by(7)
+            {
+                for a in 0..3 {
+                    let (mut xp, mut xm) = (x.clone(), x.clone());
+                    xp[v as usize][a] += h;
+                    xm[v as usize][a] -= h;
+                    let fd = (system.potential(&xp, &potential)
+                        - system.potential(&xm, &potential))
+                        / (2.0 * h);
+                    assert!(
+                        (fd - g[d][a]).abs() <= 1e-5 * (1.0 + g[d][a].abs()),
+                        "{model:?} vertex {v} coordinate {a}: {fd} vs {}",
+                        g[d][a]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn newton_direction_solves_the_assembled_system_exactly() {
+        let mesh = TetMesh::cuboid(Vec3::new(0.1, 0.1, 0.1), 2);
+        let mut system = system(&mesh, FemModel::FixedCorotated, &[]);
+        // A strongly deformed state, some tets inverted.
+        let x: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| Vec3::new(p.x, -0.8 * p.y + 0.3 * p.x, p.z + 0.5 * p.y * p.y))
+            .collect();
+        let inertia = 3600.0;
+        system.factor_hessian(&x, inertia, true).unwrap();
+        let nf = system.free_vertices().len();
+        let g: Vec<Vec3> = (0..nf)
+            .map(|d| Vec3::new((d as f64).sin(), (d as f64).cos(), 0.5))
+            .collect();
+        let mut direction = vec![Vec3::zeros(); nf];
+        system.newton_direction(&g, &mut direction);
+        // Independent: the dense sum of the projected element Hessians plus w M, solved by LU.
+        let mut dense = nalgebra::DMatrix::<f64>::zeros(3 * nf, 3 * nf);
+        for d in 0..nf {
+            for a in 0..3 {
+                dense[(3 * d + a, 3 * d + a)] = inertia * system.masses()[d];
+            }
+        }
+        for (t, tet) in mesh.tets().iter().enumerate() {
+            let xt = tet.map(|v| x[v as usize]);
+            let blocks = hessian(
+                FemModel::FixedCorotated,
+                rubber(),
+                mesh.rest_volumes()[t],
+                &system.grads[t],
+                &xt,
+                true,
+            );
+            for k in 0..4 {
+                for l in 0..4 {
+                    for a in 0..3 {
+                        for b in 0..3 {
+                            dense[(3 * tet[k] as usize + a, 3 * tet[l] as usize + b)] +=
+                                blocks[k][l][(a, b)];
+                        }
+                    }
+                }
+            }
+        }
+        let rhs = nalgebra::DVector::from_fn(3 * nf, |r, _| -g[r / 3][r % 3]);
+        let exact = dense.lu().solve(&rhs).unwrap();
+        for d in 0..nf {
+            for a in 0..3 {
+                let e = exact[3 * d + a];
+                assert!((direction[d][a] - e).abs() <= 1e-9 * (1.0 + e.abs()));
+            }
+        }
+    }
+
+    #[test]
+    fn static_solve_converges_quadratically_descends_and_keeps_pins() {
+        let mesh = TetMesh::cuboid(Vec3::new(0.3, 0.05, 0.05), 12);
+        let pinned: Vec<bool> = mesh.rest_positions().iter().map(|p| p.x < -0.29).collect();
+        for model in [FemModel::FixedCorotated, FemModel::StableNeoHookean] {
+            let mut system = system(&mesh, model, &pinned);
+            let force = gravity_forces(&system);
+            let target = mesh.rest_positions().to_vec();
+            let potential = Potential {
+                inertia: 0.0,
+                target: &target,
+                force: &force,
+            };
+            // The iterates of one solve, k = 1, 2, ... iterations from the rest shape (the
+            // same sequence each time: the solve is deterministic).
+            let mut values = vec![system.potential(mesh.rest_positions(), &potential)];
+            let mut gradients = Vec::new();
+            let mut x = mesh.rest_positions().to_vec();
+            for k in 1..=25 {
+                x.copy_from_slice(mesh.rest_positions());
+                let stats = system
+                    .solve(
+                        &mut x,
+                        &potential,
+                        NewtonSettings {
+                            max_iterations: k,
+                            tolerance: 0.0,
+                        },
+                    )
+                    .unwrap();
+                values.push(system.potential(&x, &potential));
+                gradients.push(stats.final_gradient);
+                if stats.final_gradient < 1e-9 {
+                    assert!(stats.projected < stats.iterations, "{model:?}: {stats:?}");
+                    break;
+                }
+            }
+            for w in values.windows(2) {
+                assert!(w[1] <= w[0] + 1e-12 * w[0].abs(), "{model:?}: {values:?}");
+            }
+            let last = gradients.len() - 1;
+            assert!(gradients[last] < 1e-9, "{model:?}: {gradients:?}");
+            // Quadratic convergence at the end: each of the last steps at least squares the
+            // gradient's ratio to its start, far past what a linear rate would give.
+            assert!(
+                gradients[last - 1] < 1e-3 * gradients[last - 2],
+                "{model:?}: {gradients:?}"
+            );
+            for (i, p) in pinned.iter().enumerate() {
+                if *p {
+                    assert_eq!(x[i], mesh.rest_positions()[i]);
+                }
+            }
+            // It sags: the free end is below the pinned one.
+            let tip = x
+                .iter()
+                .zip(mesh.rest_positions())
+                .filter(|(_, r)| r.x > 0.29)
+                .map(|(p, r)| p.y - r.y)
+                .fold(0.0, f64::min);
+            assert!(tip < -1e-3, "{model:?}: {tip}");
+        }
+    }
+}

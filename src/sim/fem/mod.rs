@@ -12,8 +12,10 @@
 //! | [`element`] | one tet: energy, gradient, stress-derivative eigensystem, projected Hessian |
 //! | [`assembly`] | the Newton matrix's fixed pattern and the scatter of the element blocks |
 //! | [`newton`] | Newton's method with a line search on one body's incremental potential, no contact |
+//! | [`constrained`] | Newton iterations whose steps are contact QPs (eq. 8), solved by MPRGP |
 
 pub mod assembly;
+pub mod constrained;
 pub mod element;
 pub mod energy;
 pub mod newton;

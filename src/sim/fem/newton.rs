@@ -216,8 +216,28 @@ impl NewtonSystem {
         }
     }
 
-    /// Assembles and factors `w M + K(x)`, with the element Hessians projected to positive
-    /// semi-definite where `project`.
+    /// Assembles `w M + K(x)` ([`NewtonSystem::hessian_matrix`]), with the element Hessians
+    /// projected to positive semi-definite where `project`.
+    pub fn assemble_hessian(&mut self, x: &[Vec3], inertia: f64, project: bool) {
+        let (model, lame) = (self.model, self.lame);
+        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
+        self.blocks.par_iter_mut().enumerate().for_each(|(t, b)| {
+            let xt = tets[t].map(|v| x[v as usize]);
+            *b = hessian(model, lame, volumes[t], &grads[t], &xt, project);
+        });
+        for (d, &v) in self.free.iter().enumerate() {
+            self.diagonal[d] = inertia * self.masses[v as usize];
+        }
+        self.pattern.assemble(&self.blocks, &self.diagonal);
+    }
+
+    /// The Newton matrix last assembled, over the free coordinates (row `3 d + a`: coordinate
+    /// `a` of free vertex `d`; N/m).
+    pub fn hessian_matrix(&self) -> &crate::sim::sparse::SymmetricMatrix {
+        self.pattern.matrix()
+    }
+
+    /// Assembles ([`NewtonSystem::assemble_hessian`]) and factors `w M + K(x)`.
     ///
     /// # Errors
     /// [`FactorError::NotPositiveDefinite`] if the matrix is not positive definite (without
@@ -229,16 +249,7 @@ impl NewtonSystem {
         inertia: f64,
         project: bool,
     ) -> Result<(), FactorError> {
-        let (model, lame) = (self.model, self.lame);
-        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
-        self.blocks.par_iter_mut().enumerate().for_each(|(t, b)| {
-            let xt = tets[t].map(|v| x[v as usize]);
-            *b = hessian(model, lame, volumes[t], &grads[t], &xt, project);
-        });
-        for (d, &v) in self.free.iter().enumerate() {
-            self.diagonal[d] = inertia * self.masses[v as usize];
-        }
-        self.pattern.assemble(&self.blocks, &self.diagonal);
+        self.assemble_hessian(x, inertia, project);
         self.chol.factorize(self.pattern.matrix())
     }
 

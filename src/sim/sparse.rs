@@ -156,6 +156,12 @@ impl SymmetricMatrix {
         &self.col_idx[self.row_ptr[i]..self.row_ptr[i + 1]]
     }
 
+    /// Row `i`'s stored columns (sorted) and values.
+    pub fn row_entries(&self, i: usize) -> (&[u32], &[f64]) {
+        let range = self.row_ptr[i]..self.row_ptr[i + 1];
+        (&self.col_idx[range.clone()], &self.values[range])
+    }
+
     /// Iterates the stored entries `(col, value)` of row `i`.
     pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
         (self.row_ptr[i]..self.row_ptr[i + 1]).map(|k| (self.col_idx[k] as usize, self.values[k]))

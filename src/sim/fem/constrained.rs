@@ -12,11 +12,18 @@
 //! every point between them (the rows are linear). An infeasible start (a body spawned in
 //! penetration) is first projected onto the rows.
 
-use super::newton::{NewtonSettings, NewtonStats, NewtonSystem, Potential};
+use rayon::prelude::*;
+
+use super::newton::{
+    MAX_HALVINGS, NewtonSettings, NewtonStats, NewtonSystem, Potential, sufficient_decrease,
+};
 use crate::sim::math::Vec3;
 use crate::sim::qp::mprgp::Mprgp;
 use crate::sim::qp::{ConstraintRow, QpError, QpProblem, SpdOperator, multipliers};
 use crate::sim::sparse::SymmetricMatrix;
+
+/// Vertices per parallel task of [`NewtonOperator`]'s product.
+const PARALLEL_MIN_VERTICES: usize = 256;
 
 /// The Newton matrix of a [`NewtonSystem`] as an operator on per-vertex 3-vectors (free
 /// vertices): row `3 d + a` of the scalar matrix is coordinate `a` of vertex `d`.
@@ -38,14 +45,25 @@ impl SpdOperator for NewtonOperator<'_> {
     }
 
     fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        for (d, o) in out.iter_mut().enumerate().take(self.len()) {
-            *o = Vec3::from_fn(|a, _| {
-                self.matrix
-                    .row(3 * d + a)
-                    .map(|(col, v)| v * x[col / 3][col % 3])
-                    .sum()
+        // Every block row holds whole 3x3 blocks: its columns come in aligned triples, one
+        // vertex each. Rows in parallel; each row's sum is the same either way.
+        let matrix = self.matrix;
+        out[..self.len()]
+            .par_iter_mut()
+            .with_min_len(PARALLEL_MIN_VERTICES)
+            .enumerate()
+            .for_each(|(d, o)| {
+                *o = Vec3::from_fn(|a, _| {
+                    let (cols, values) = matrix.row_entries(3 * d + a);
+                    cols.chunks_exact(3)
+                        .zip(values.chunks_exact(3))
+                        .map(|(c, v)| {
+                            let xj = &x[c[0] as usize / 3];
+                            v[0] * xj.x + v[1] * xj.y + v[2] * xj.z
+                        })
+                        .sum()
+                });
             });
-        }
     }
 
     fn diagonal(&self, out: &mut [Vec3]) {
@@ -110,7 +128,10 @@ impl NewtonSystem {
             x[v as usize] = x_free[d];
         }
         let mut gradient = vec![Vec3::zeros(); nf];
-        self.gradient(x, potential, &mut gradient);
+        // One pass over the tets per trial point (see `NewtonSystem::solve`).
+        self.evaluate_tets(x);
+        self.cached_gradient(x, potential, &mut gradient);
+        let mut current = self.cached_potential(x, potential);
         let norm = |g: &[Vec3]| g.iter().map(|v| v.norm_squared()).sum::<f64>().sqrt();
         stats.newton.initial_gradient = norm(&gradient);
         stats.newton.final_gradient = stats.newton.initial_gradient;
@@ -126,7 +147,7 @@ impl NewtonSystem {
             // Projected always (MPRGP needs a positive semi-definite operator, and without a
             // factorization there is no cheap test of the exact one); never factored.
             stats.newton.projected += 1;
-            self.assemble_hessian(x, potential.inertia, true);
+            self.assemble_cached_hessian(potential.inertia, true);
             for (s, row) in shifted.iter_mut().zip(rows) {
                 s.rhs = row.rhs - row.dot(&x_free);
             }
@@ -145,17 +166,19 @@ impl NewtonSystem {
             stats.active = qp.active;
             *forces = multipliers(&problem, &step);
             let slope: f64 = gradient.iter().zip(&step).map(|(g, s)| g.dot(s)).sum();
-            let start = self.potential(x, potential);
             let mut alpha = 1.0;
             let mut halvings = 0;
             let accepted = loop {
                 for (d, &v) in free.iter().enumerate() {
                     trial[v as usize] = x[v as usize] + alpha * step[d];
                 }
-                if self.potential(&trial, potential) <= start + 1e-4 * alpha * slope.min(0.0) {
+                self.evaluate_tets(&trial);
+                let value = self.cached_potential(&trial, potential);
+                if sufficient_decrease(current, value, alpha, slope) {
+                    current = value;
                     break true;
                 }
-                if halvings == 30 {
+                if halvings == MAX_HALVINGS {
                     break false;
                 }
                 alpha *= 0.5;
@@ -170,7 +193,7 @@ impl NewtonSystem {
                 x_free[d] = x[v as usize];
             }
             stats.newton.iterations += 1;
-            self.gradient(x, potential, &mut gradient);
+            self.cached_gradient(x, potential, &mut gradient);
             // Stationarity with the last QP's contact forces: g - J' lambda.
             let mut residual = gradient.clone();
             for (row, &lambda) in rows.iter().zip(forces.iter()) {

@@ -12,9 +12,12 @@
 //! positive semi-definite, so the Newton matrix `M/h^2 + K` stays positive definite however the
 //! mesh is deformed or inverted.
 
+// Index loops read best for the fixed-size 3x3 and 4x4 kernels below.
+#![allow(clippy::needless_range_loop)]
+
 use super::energy::{FemModel, Lame, pair};
 use crate::sim::math::{Mat3, Vec3};
-use crate::sim::polar::svd3;
+use crate::sim::polar::{Svd3, svd3};
 
 /// The nine eigenpairs of `dP/dF`: eigenvalues (Pa) and eigenmatrices (unit Frobenius norm,
 /// mutually orthogonal).
@@ -39,15 +42,19 @@ pub fn density_and_stress(model: FemModel, lame: Lame, f: &Mat3) -> (f64, Mat3) 
 /// The eigensystem of `dP/dF` at `f`: three scaling modes, then the twist and the flip of each
 /// pair of singular values (see [`super::energy`]).
 pub fn stress_modes(model: FemModel, lame: Lame, f: &Mat3) -> StressModes {
-    let svd = svd3(f);
+    stress_modes_of(model, lame, &svd3(f))
+}
+
+/// [`stress_modes`] from the signed SVD of `F`.
+pub fn stress_modes_of(model: FemModel, lame: Lame, svd: &Svd3) -> StressModes {
     let d = model.derivatives(lame, svd.sigma);
     let (u, vt) = (svd.u, svd.v.transpose());
     let mut values = [0.0; 9];
     let mut matrices = [Mat3::zeros(); 9];
-    let scaling = d.hessian.symmetric_eigen();
+    let (scaling_values, scaling_vectors) = symmetric_eigen3(&d.hessian);
     for m in 0..3 {
-        values[m] = scaling.eigenvalues[m];
-        let z = scaling.eigenvectors.column(m);
+        values[m] = scaling_values[m];
+        let z = scaling_vectors.column(m);
         matrices[m] = u * Mat3::from_diagonal(&Vec3::new(z[0], z[1], z[2])) * vt;
     }
     let half = std::f64::consts::FRAC_1_SQRT_2;
@@ -65,6 +72,52 @@ pub fn stress_modes(model: FemModel, lame: Lame, f: &Mat3) -> StressModes {
         matrices[4 + 2 * k] = u * flip * vt;
     }
     StressModes { values, matrices }
+}
+
+/// Cyclic Jacobi sweeps of a symmetric 3x3 matrix: stops once the off-diagonal part is at
+/// round-off of the diagonal (quadratic convergence: three to five sweeps).
+const EIGEN_SWEEPS: usize = 8;
+
+/// Eigenvalues and orthonormal eigenvectors (columns) of a symmetric 3x3 matrix, by cyclic
+/// Jacobi rotations (allocation-free; nalgebra's general routine cost a sixth of a Newton step
+/// on the 1,000-vertex cube).
+pub fn symmetric_eigen3(m: &Mat3) -> (Vec3, Mat3) {
+    let mut a = *m;
+    let mut v = Mat3::identity();
+    for _ in 0..EIGEN_SWEEPS {
+        let off = a[(0, 1)].powi(2) + a[(0, 2)].powi(2) + a[(1, 2)].powi(2);
+        let diag = a[(0, 0)].powi(2) + a[(1, 1)].powi(2) + a[(2, 2)].powi(2);
+        if off <= 1e-32 * diag || off == 0.0 {
+            break;
+        }
+        for (p, q, r) in [(0, 1, 2), (0, 2, 1), (1, 2, 0)] {
+            let apq = a[(p, q)];
+            if apq == 0.0 {
+                continue;
+            }
+            // The rotation that zeroes a_pq (Golub and Van Loan, algorithm 8.4.1), applied to
+            // the entries it changes only.
+            let theta = (a[(q, q)] - a[(p, p)]) / (2.0 * apq);
+            let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+            let c = 1.0 / (t * t + 1.0).sqrt();
+            let s = t * c;
+            a[(p, p)] -= t * apq;
+            a[(q, q)] += t * apq;
+            a[(p, q)] = 0.0;
+            a[(q, p)] = 0.0;
+            let (arp, arq) = (a[(r, p)], a[(r, q)]);
+            a[(r, p)] = c * arp - s * arq;
+            a[(p, r)] = a[(r, p)];
+            a[(r, q)] = s * arp + c * arq;
+            a[(q, r)] = a[(r, q)];
+            for row in 0..3 {
+                let (vp, vq) = (v[(row, p)], v[(row, q)]);
+                v[(row, p)] = c * vp - s * vq;
+                v[(row, q)] = s * vp + c * vq;
+            }
+        }
+    }
+    (Vec3::new(a[(0, 0)], a[(1, 1)], a[(2, 2)]), v)
 }
 
 /// The deformation gradient `F = sum_k x_k g_k'` of a tet with vertex positions `x` (m) and
@@ -85,8 +138,23 @@ pub fn energy_and_gradient(
     grads: &[Vec3; 4],
     x: &[Vec3; 4],
 ) -> (f64, [Vec3; 4]) {
-    let (psi, p) = density_and_stress(model, lame, &deformation_gradient(x, grads));
-    (volume * psi, grads.map(|g| volume * (p * g)))
+    let (energy, gradient, _) = evaluate(model, lame, volume, grads, x);
+    (energy, gradient)
+}
+
+/// [`energy_and_gradient`] with the signed SVD of the tet's `F`, which
+/// [`hessian_of`] takes at the same positions.
+pub fn evaluate(
+    model: FemModel,
+    lame: Lame,
+    volume: f64,
+    grads: &[Vec3; 4],
+    x: &[Vec3; 4],
+) -> (f64, [Vec3; 4], Svd3) {
+    let svd = svd3(&deformation_gradient(x, grads));
+    let d = model.derivatives(lame, svd.sigma);
+    let p = svd.u * Mat3::from_diagonal(&d.gradient) * svd.v.transpose();
+    (volume * d.psi, grads.map(|g| volume * (p * g)), svd)
 }
 
 /// A tet's Hessian blocks `d2E/(dx_k dx_l)` (N/m) at positions `x`; with `project`, from the
@@ -99,7 +167,20 @@ pub fn hessian(
     x: &[Vec3; 4],
     project: bool,
 ) -> [[Mat3; 4]; 4] {
-    let modes = stress_modes(model, lame, &deformation_gradient(x, grads));
+    let svd = svd3(&deformation_gradient(x, grads));
+    hessian_of(model, lame, volume, grads, &svd, project)
+}
+
+/// [`hessian`] from the signed SVD of the tet's `F`.
+pub fn hessian_of(
+    model: FemModel,
+    lame: Lame,
+    volume: f64,
+    grads: &[Vec3; 4],
+    svd: &Svd3,
+    project: bool,
+) -> [[Mat3; 4]; 4] {
+    let modes = stress_modes_of(model, lame, svd);
     let mut blocks = [[Mat3::zeros(); 4]; 4];
     for (value, q) in modes.values.iter().zip(&modes.matrices) {
         let value = if project { value.max(0.0) } else { *value };
@@ -109,9 +190,15 @@ pub fn hessian(
         let qg = grads.map(|g| q * g);
         for k in 0..4 {
             let scaled = (volume * value) * qg[k];
-            for l in 0..4 {
+            // The upper blocks; the lower ones are their transposes.
+            for l in k..4 {
                 blocks[k][l] += scaled * qg[l].transpose();
             }
+        }
+    }
+    for k in 1..4 {
+        for l in 0..k {
+            blocks[k][l] = blocks[l][k].transpose();
         }
     }
     blocks
@@ -157,6 +244,29 @@ mod tests {
             [-(g[0] + g[1] + g[2]), g[0], g[1], g[2]],
             dm.determinant() / 6.0,
         )
+    }
+
+    #[test]
+    fn jacobi_eigen_matches_nalgebra() {
+        let mut rng = Rng(3);
+        for _ in 0..200 {
+            let a = random_matrix(&mut rng, 1e5);
+            let m = a + a.transpose();
+            let (values, vectors) = symmetric_eigen3(&m);
+            assert!((vectors.transpose() * vectors - Mat3::identity()).norm() < 1e-12);
+            let rebuilt = vectors * Mat3::from_diagonal(&values) * vectors.transpose();
+            assert!((rebuilt - m).norm() < 1e-10 * m.norm());
+            let mut ours = [values[0], values[1], values[2]];
+            let mut theirs: Vec<f64> = m.symmetric_eigenvalues().iter().copied().collect();
+            ours.sort_by(f64::total_cmp);
+            theirs.sort_by(f64::total_cmp);
+            for (o, t) in ours.iter().zip(&theirs) {
+                assert!((o - t).abs() < 1e-10 * m.norm());
+            }
+        }
+        // Already diagonal, and repeated eigenvalues.
+        let (values, _) = symmetric_eigen3(&Mat3::from_diagonal(&Vec3::new(2.0, 2.0, -1.0)));
+        assert_eq!(values, Vec3::new(2.0, 2.0, -1.0));
     }
 
     #[test]

@@ -23,18 +23,29 @@
 use rayon::prelude::*;
 
 use super::assembly::HessianPattern;
-use super::element::{energy_and_gradient, hessian};
+use super::element::{evaluate, hessian_of};
 use super::energy::{FemModel, Lame};
 use crate::sim::math::{Mat3, Vec3};
 use crate::sim::mesh::TetMesh;
 use crate::sim::pd::{PINNED, free_numbering, gradient_rows};
+use crate::sim::polar::{Svd3, svd3};
 use crate::sim::sparse::{FactorError, SolveScratch, SparseCholesky};
 
 /// Armijo's sufficient-decrease constant.
 const ARMIJO: f64 = 1e-4;
 
+/// Armijo's condition on a step of length `step` along a direction of slope `slope` (J per unit
+/// step) from `start` to `value` (J); where the predicted decrease is below the rounding of the
+/// potential (an iterate at the minimum to round-off), any value within that rounding passes,
+/// so that the last Newton steps are not refused by noise.
+pub(super) fn sufficient_decrease(start: f64, value: f64, step: f64, slope: f64) -> bool {
+    let rounding = 64.0 * f64::EPSILON * start.abs().max(value.abs());
+    value <= start + ARMIJO * step * slope.min(0.0)
+        || (-slope <= rounding && value <= start + rounding)
+}
+
 /// Most halvings of the step in one line search.
-const MAX_HALVINGS: usize = 30;
+pub(super) const MAX_HALVINGS: usize = 30;
 
 /// What a [`NewtonSystem`] is built from.
 #[derive(Debug, Clone, Copy)]
@@ -101,10 +112,10 @@ pub struct NewtonSystem {
     pattern: HessianPattern,
     chol: SparseCholesky,
     scratch: SolveScratch,
-    /// Per tet: its Hessian blocks, energy and gradient (the parallel part's output).
+    /// Per tet: its Hessian blocks, and its energy, gradient and SVD at the positions last
+    /// evaluated (the parallel parts' output).
     blocks: Vec<[[Mat3; 4]; 4]>,
-    tet_energy: Vec<f64>,
-    tet_gradient: Vec<[Vec3; 4]>,
+    tet_state: Vec<(f64, [Vec3; 4], Svd3)>,
     diagonal: Vec<f64>,
     direction: Vec<f64>,
     gradient: Vec<Vec3>,
@@ -138,8 +149,7 @@ impl NewtonSystem {
             chol,
             scratch: SolveScratch::default(),
             blocks: vec![[[Mat3::zeros(); 4]; 4]; t],
-            tet_energy: vec![0.0; t],
-            tet_gradient: vec![[Vec3::zeros(); 4]; t],
+            tet_state: vec![(0.0, [Vec3::zeros(); 4], svd3(&Mat3::identity())); t],
             diagonal: vec![0.0; free.len()],
             direction: vec![0.0; 3 * free.len()],
             gradient: vec![Vec3::zeros(); free.len()],
@@ -163,17 +173,34 @@ impl NewtonSystem {
 
     /// `Phi(x)` (J) for positions `x` of every vertex.
     pub fn potential(&mut self, x: &[Vec3], potential: &Potential<'_>) -> f64 {
+        self.evaluate_tets(x);
+        self.cached_potential(x, potential)
+    }
+
+    /// `grad Phi(x)` over the free vertices (N), into `out` (one entry per free vertex).
+    pub fn gradient(&mut self, x: &[Vec3], potential: &Potential<'_>, out: &mut [Vec3]) {
+        self.evaluate_tets(x);
+        self.cached_gradient(x, potential, out);
+    }
+
+    /// Per tet at `x`: energy, gradient and the signed SVD of `F`, the one pass over the tets
+    /// that `Phi`, its gradient and the Hessian at `x` share (in parallel).
+    pub(super) fn evaluate_tets(&mut self, x: &[Vec3]) {
         let (model, lame) = (self.model, self.lame);
         let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
-        self.tet_energy
+        self.tet_state
             .par_iter_mut()
             .enumerate()
-            .for_each(|(t, e)| {
+            .for_each(|(t, state)| {
                 let xt = tets[t].map(|v| x[v as usize]);
-                *e = energy_and_gradient(model, lame, volumes[t], &grads[t], &xt).0;
+                *state = evaluate(model, lame, volumes[t], &grads[t], &xt);
             });
+    }
+
+    /// `Phi(x)` from the last [`NewtonSystem::evaluate_tets`] (at `x`).
+    pub(super) fn cached_potential(&self, x: &[Vec3], potential: &Potential<'_>) -> f64 {
         // Summed in tet order: the same value whatever the thread count.
-        let elastic: f64 = self.tet_energy.iter().sum();
+        let elastic: f64 = self.tet_state.iter().map(|s| s.0).sum();
         let mut outer = 0.0;
         for &v in &self.free {
             let i = v as usize;
@@ -188,17 +215,8 @@ impl NewtonSystem {
         elastic + outer
     }
 
-    /// `grad Phi(x)` over the free vertices (N), into `out` (one entry per free vertex).
-    pub fn gradient(&mut self, x: &[Vec3], potential: &Potential<'_>, out: &mut [Vec3]) {
-        let (model, lame) = (self.model, self.lame);
-        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
-        self.tet_gradient
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(t, g)| {
-                let xt = tets[t].map(|v| x[v as usize]);
-                *g = energy_and_gradient(model, lame, volumes[t], &grads[t], &xt).1;
-            });
+    /// `grad Phi(x)` from the last [`NewtonSystem::evaluate_tets`] (at `x`).
+    pub(super) fn cached_gradient(&self, x: &[Vec3], potential: &Potential<'_>, out: &mut [Vec3]) {
         for (d, &v) in self.free.iter().enumerate() {
             let i = v as usize;
             out[d] = -potential.force[i];
@@ -206,11 +224,11 @@ impl NewtonSystem {
                 out[d] += potential.inertia * self.masses[i] * (x[i] - potential.target[i]);
             }
         }
-        for (t, tet) in self.tets.iter().enumerate() {
+        for (tet, state) in self.tets.iter().zip(&self.tet_state) {
             for (k, &v) in tet.iter().enumerate() {
                 let d = self.dof[v as usize];
                 if d != PINNED {
-                    out[d as usize] += self.tet_gradient[t][k];
+                    out[d as usize] += state.1[k];
                 }
             }
         }
@@ -219,11 +237,17 @@ impl NewtonSystem {
     /// Assembles `w M + K(x)` ([`NewtonSystem::hessian_matrix`]), with the element Hessians
     /// projected to positive semi-definite where `project`.
     pub fn assemble_hessian(&mut self, x: &[Vec3], inertia: f64, project: bool) {
+        self.evaluate_tets(x);
+        self.assemble_cached_hessian(inertia, project);
+    }
+
+    /// [`NewtonSystem::assemble_hessian`] at the positions of the last
+    /// [`NewtonSystem::evaluate_tets`].
+    pub(super) fn assemble_cached_hessian(&mut self, inertia: f64, project: bool) {
         let (model, lame) = (self.model, self.lame);
-        let (tets, grads, volumes) = (&self.tets, &self.grads, &self.volumes);
+        let (grads, volumes, states) = (&self.grads, &self.volumes, &self.tet_state);
         self.blocks.par_iter_mut().enumerate().for_each(|(t, b)| {
-            let xt = tets[t].map(|v| x[v as usize]);
-            *b = hessian(model, lame, volumes[t], &grads[t], &xt, project);
+            *b = hessian_of(model, lame, volumes[t], &grads[t], &states[t].2, project);
         });
         for (d, &v) in self.free.iter().enumerate() {
             self.diagonal[d] = inertia * self.masses[v as usize];
@@ -249,7 +273,14 @@ impl NewtonSystem {
         inertia: f64,
         project: bool,
     ) -> Result<(), FactorError> {
-        self.assemble_hessian(x, inertia, project);
+        self.evaluate_tets(x);
+        self.factor_cached_hessian(inertia, project)
+    }
+
+    /// [`NewtonSystem::factor_hessian`] at the positions of the last
+    /// [`NewtonSystem::evaluate_tets`].
+    fn factor_cached_hessian(&mut self, inertia: f64, project: bool) -> Result<(), FactorError> {
+        self.assemble_cached_hessian(inertia, project);
         self.chol.factorize(self.pattern.matrix())
     }
 
@@ -292,7 +323,11 @@ impl NewtonSystem {
         let mut direction = std::mem::take(&mut self.step);
         direction.resize(nf, Vec3::zeros());
         gradient.resize(nf, Vec3::zeros());
-        self.gradient(x, potential, &mut gradient);
+        // One pass over the tets per trial point: its energy, gradient and SVD serve the line
+        // search, the gradient and the next Hessian.
+        self.evaluate_tets(x);
+        self.cached_gradient(x, potential, &mut gradient);
+        let mut current = self.cached_potential(x, potential);
         let norm = |g: &[Vec3]| g.iter().map(|v| v.norm_squared()).sum::<f64>().sqrt();
         let mut stats = NewtonStats {
             initial_gradient: norm(&gradient),
@@ -303,17 +338,16 @@ impl NewtonSystem {
         let mut result = Ok(());
         let mut full_step = false;
         while stats.final_gradient > target && stats.iterations < settings.max_iterations {
-            let exact = full_step && self.factor_hessian(x, potential.inertia, false).is_ok();
+            let exact = full_step && self.factor_cached_hessian(potential.inertia, false).is_ok();
             if !exact {
                 stats.projected += 1;
-                if let Err(e) = self.factor_hessian(x, potential.inertia, true) {
+                if let Err(e) = self.factor_cached_hessian(potential.inertia, true) {
                     result = Err(e);
                     break;
                 }
             }
             self.newton_direction(&gradient, &mut direction);
             let slope: f64 = gradient.iter().zip(&direction).map(|(g, d)| g.dot(d)).sum();
-            let start = self.potential(x, potential);
             let mut step = 1.0;
             trial.clear();
             trial.extend_from_slice(x);
@@ -322,8 +356,10 @@ impl NewtonSystem {
                 for (d, &v) in self.free.iter().enumerate() {
                     trial[v as usize] = x[v as usize] + step * direction[d];
                 }
-                let value = self.potential(&trial, potential);
-                if value <= start + ARMIJO * step * slope {
+                self.evaluate_tets(&trial);
+                let value = self.cached_potential(&trial, potential);
+                if sufficient_decrease(current, value, step, slope) {
+                    current = value;
                     break true;
                 }
                 if halvings == MAX_HALVINGS {
@@ -340,7 +376,7 @@ impl NewtonSystem {
             x.copy_from_slice(&trial);
             full_step = halvings == 0;
             stats.iterations += 1;
-            self.gradient(x, potential, &mut gradient);
+            self.cached_gradient(x, potential, &mut gradient);
             stats.final_gradient = norm(&gradient);
         }
         stats.converged = stats.final_gradient <= target;
@@ -455,7 +491,7 @@ mod tests {
         }
         for (t, tet) in mesh.tets().iter().enumerate() {
             let xt = tet.map(|v| x[v as usize]);
-            let blocks = hessian(
+            let blocks = crate::sim::fem::element::hessian(
                 FemModel::FixedCorotated,
                 rubber(),
                 mesh.rest_volumes()[t],

@@ -81,6 +81,8 @@ pub struct ConstrainedStats {
     pub newton: NewtonStats,
     /// MPRGP iterations, summed over the Newton iterations.
     pub mprgp_iterations: usize,
+    /// Of those, CG steps (the paper's `cg/it` is their share).
+    pub mprgp_cg_steps: usize,
     /// Rows active (positive multiplier) at the last QP.
     pub active: usize,
 }
@@ -163,6 +165,7 @@ impl NewtonSystem {
             };
             let qp = mprgp.solve(&problem, &mut step)?;
             stats.mprgp_iterations += qp.iterations;
+            stats.mprgp_cg_steps += qp.cg_steps;
             stats.active = qp.active;
             *forces = multipliers(&problem, &step);
             let slope: f64 = gradient.iter().zip(&step).map(|(g, s)| g.dot(s)).sum();

@@ -26,7 +26,7 @@ pub struct HessianPattern {
 
 impl HessianPattern {
     /// The pattern of `tets` (vertex indices) with `dof` mapping each vertex to its free index
-    /// or [`PINNED`]; `free_count` free vertices.
+    /// or `u32::MAX` where pinned; `free_count` free vertices.
     pub fn new(tets: &[[u32; 4]], dof: &[u32], free_count: usize) -> Self {
         let mut pairs = Vec::with_capacity(tets.len() * 72);
         for t in tets {

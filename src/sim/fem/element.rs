@@ -1,7 +1,7 @@
 //! One linear tetrahedron of the Newton solver: its elastic energy, gradient and Hessian, the
 //! Hessian projected to positive semi-definite by clamping the eigenvalues of the stress
 //! derivative `dP/dF` (Teran et al. 2005; analytically, from the eigensystem of
-//! [`super::energy`], Smith, de Goes and Kim 2019, section 5).
+//! [`super::energy`], after Smith, de Goes and Kim 2019).
 //!
 //! The deformation gradient of a tet is `F = sum_k x_k g_k'` over its four vertices, with the
 //! gradient rows `g_k` of its rest shape (1/m; `g_0 = -(g_1 + g_2 + g_3)`, as in
@@ -10,7 +10,7 @@
 //! `d2E/(dx_k dx_l) = V sum_m lambda_m (Q_m g_k)(Q_m g_l)'` (N/m) over the nine eigenpairs
 //! `(lambda_m, Q_m)` of `dP/dF`. With every `lambda_m` clamped at 0 the element Hessian is
 //! positive semi-definite, so the Newton matrix `M/h^2 + K` stays positive definite however the
-//! mesh is deformed or inverted.
+//! mesh is deformed or inverted (statically, `K` alone, where pins hold the rigid motions).
 
 // Index loops read best for the fixed-size 3x3 and 4x4 kernels below.
 #![allow(clippy::needless_range_loop)]

@@ -5,7 +5,7 @@
 //! For an isotropic density `Psi(F) = Psi(sigma)` (`F = U diag(sigma) V'`, the signed SVD of
 //! [`crate::sim::polar::svd3`]), the stress is `P = U diag(dPsi/dsigma) V'` and the stress
 //! derivative `dP/dF` has nine eigenpairs (Smith, de Goes and Kim 2019, "Analytic Eigensystems
-//! for Isotropic Distortion Energies", sections 4-5):
+//! for Isotropic Distortion Energies"):
 //!
 //! - three *scaling* modes `U diag(z) V'`, `z` an eigenvector of the 3x3 Hessian
 //!   `d2Psi/dsigma2`, with its eigenvalue;
@@ -22,10 +22,10 @@
 //! - [`FemModel::FixedCorotated`] (Stomakhin et al. 2012):
 //!   `Psi = mu sum (sigma_i - 1)^2 + lambda/2 (J - 1)^2`;
 //! - [`FemModel::StableNeoHookean`] (Smith, de Goes and Kim 2018, without the log term, as in
-//!   Kim and Eberle's "Dynamic Deformables" notes, section 6):
+//!   Kim and Eberle's "Dynamic Deformables" course notes):
 //!   `Psi = mu/2 (sum sigma_i^2 - 3) - mu (J - 1) + lambda'/2 (J - 1)^2` with
 //!   `lambda' = lambda + mu`, which makes its small-strain limit linear elasticity with `mu` and
-//!   `lambda` (as the paper's reparametrisation does; tested).
+//!   `lambda` (tested).
 //!
 //! Both agree with linear elasticity for small strains, are rest-stable (`P(R) = 0` for a
 //! rotation `R`) and stay finite for inverted elements (`J < 0`).

@@ -9,8 +9,8 @@
 //! `w = 0` it is the static equilibrium under the forces `f` (N). Each Newton iteration
 //! assembles `w M + K(x)` with the element Hessians projected to positive semi-definite
 //! ([`super::element::hessian`]), so the direction always descends, solves it through a sparse
-//! Cholesky factor (pattern analysed once; the exact solve is the reference the QP solvers are
-//! tested against), and backtracks on `Phi` (Armijo) where the full step would not decrease it.
+//! Cholesky factor (pattern analysed once), and backtracks on `Phi` (Armijo) where the full step
+//! would not decrease it. With contact rows the step is a QP instead ([`super::constrained`]).
 //! Pinned vertices keep their positions.
 //!
 //! Once an iteration has taken the full step (the iterate is in Newton's basin), the next one
@@ -305,7 +305,7 @@ impl NewtonSystem {
 
     /// Newton iterations with a backtracking line search from `x` (every vertex, m; updated in
     /// place) until `|grad Phi|` falls to `settings.tolerance` times its start value, or a line
-    /// search finds no decrease of `Phi` in [`MAX_HALVINGS`] halvings (round-off at the
+    /// search finds no decrease of `Phi` in `MAX_HALVINGS` (30) halvings (round-off at the
     /// minimum: the iterate is kept, and the stats say whether the tolerance was reached).
     ///
     /// # Errors

@@ -53,7 +53,8 @@ pub struct WorldSettings {
     pub pd_iterations: usize,
     /// The PD iterations of an island stop once the relative residual of the implicit step's
     /// optimality condition at the iterate is at most this (dimensionless, against the step's
-    /// `max(||grad Phi(y)||, ||M g||)`; measured at the cost of a pass over the vertices per
+    /// `max(||grad Phi(x_0)||, ||M g||)` at the first iterate `x_0 = x + h v`; measured at the
+    /// cost of a pass over the vertices per
     /// iteration, see [`BodyStepStats::pd_residual`]), and at the latest after
     /// [`Self::pd_iterations`]. Contact QPs left to MPRGP are then solved to a quarter of the
     /// residual still left (at most [`Self::mprgp`]'s tolerance). 0 runs every iteration with

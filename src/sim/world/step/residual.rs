@@ -8,10 +8,10 @@
 //!
 //! `r(x) = grad Phi(x) - J' lambda - f = 0` (over the free vertices).
 //!
-//! The residual is relative to the step's scale `max(||grad Phi(y)||, ||M g||)`: the gradient
-//! at the first iterate (the inertial prediction `y`, so the elastic and attachment forces
-//! there), or the body's weight where that is smaller (a body in free fall, undeformed, starts
-//! at its solution and `grad Phi(y)` is rounding; measured against it, rounding would never
+//! The residual is relative to the step's scale `max(||grad Phi(x_0)||, ||M g||)`: the
+//! gradient at the first iterate `x_0 = x + h v` (the elastic and attachment forces there, less
+//! the weight), or the body's weight where that is larger (a body at rest starts at its
+//! solution, where the gradient is rounding; measured against it, rounding would never
 //! converge).
 //!
 //! **In the iterations.** `grad Phi(x) = A x - b(x)`, with `b(x)` the right-hand side of the
@@ -53,19 +53,19 @@ pub(crate) struct ResidualScratch {
     start: f64,
 }
 
-/// The squared residual scale `max(||grad Phi(y)||, ||M g||)^2` of a step (N^2), from the
-/// positions `y` (all vertices) and the right-hand side `b` there (free vertices);
+/// The squared residual scale `max(||grad Phi(x_0)||, ||M g||)^2` of a step (N^2), from the
+/// first iterate `x_0` (all vertices) and the right-hand side `b` there (free vertices);
 /// `positions` and `gradient` are scratch.
 pub(crate) fn scale2(
     pd: &PdSystem,
-    y: &[Vec3],
+    x_0: &[Vec3],
     b: &[Vec3],
     gravity: &Vec3,
     positions: &mut Vec<Vec3>,
     gradient: &mut Vec<Vec3>,
 ) -> f64 {
     positions.clear();
-    positions.extend(pd.free_vertices().iter().map(|&v| y[v as usize]));
+    positions.extend(pd.free_vertices().iter().map(|&v| x_0[v as usize]));
     gradient.resize(b.len(), Vec3::zeros());
     pd.gradient(positions, b, gradient);
     norm(gradient).powi(2).max(weight2(pd, gravity))

@@ -6,11 +6,12 @@
 
 use std::time::Instant;
 
+use bevy_deformable::sim::fem::constrained::ContactSolve;
 use bevy_deformable::sim::fem::{
     FemModel, Lame, NewtonSettings, NewtonSetup, NewtonSystem, Potential,
 };
 use bevy_deformable::sim::qp::ConstraintRow;
-use bevy_deformable::sim::qp::mprgp::{Mprgp, MprgpSettings};
+use bevy_deformable::sim::qp::mprgp::MprgpSettings;
 use bevy_deformable::sim::{TetMesh, Vec3};
 
 const H: f64 = 1.0 / 60.0;
@@ -57,11 +58,11 @@ fn drop_cube(name: &'static str, model: FemModel, e: f64) -> DropResult {
         .map(|p| p + Vec3::new(0.0, 0.52, 0.0))
         .collect();
     let mut v = vec![Vec3::zeros(); x.len()];
-    let mut mprgp = Mprgp::new(MprgpSettings {
+    let mut solver = ContactSolve::new(MprgpSettings {
         tolerance: 1e-4,
         ..MprgpSettings::default()
     });
-    let (mut forces, mut times) = (Vec::new(), Vec::new());
+    let mut times = Vec::new();
     let (mut iterations, mut cg_steps, mut deepest) = (0, 0, 0.0f64);
     for _ in 0..STEPS {
         let y: Vec<Vec3> = x.iter().zip(&v).map(|(p, u)| p + H * u).collect();
@@ -86,8 +87,7 @@ fn drop_cube(name: &'static str, model: FemModel, e: f64) -> DropResult {
                     max_iterations: 1,
                     tolerance: 0.0,
                 },
-                &mut mprgp,
-                &mut forces,
+                &mut solver,
             )
             .expect("decoupled rows");
         times.push(t.elapsed().as_secs_f64() * 1e3);

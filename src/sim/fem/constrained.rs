@@ -18,8 +18,8 @@ use super::newton::{
     MAX_HALVINGS, NewtonSettings, NewtonStats, NewtonSystem, Potential, sufficient_decrease,
 };
 use crate::sim::math::Vec3;
-use crate::sim::qp::mprgp::Mprgp;
-use crate::sim::qp::{ConstraintRow, QpError, QpProblem, SpdOperator, multipliers};
+use crate::sim::qp::mprgp::{Mprgp, MprgpSettings};
+use crate::sim::qp::{ConstraintRow, ContactForces, QpError, QpProblem, SpdOperator};
 use crate::sim::sparse::SymmetricMatrix;
 
 /// Vertices per parallel task of [`NewtonOperator`]'s product.
@@ -73,6 +73,41 @@ impl SpdOperator for NewtonOperator<'_> {
     }
 }
 
+/// What [`NewtonSystem::solve_with_contacts`] keeps between solves: its MPRGP solver (settings
+/// and norm estimate), the contact forces of the last QP, and buffers, so that a warmed-up
+/// solve allocates nothing.
+#[derive(Debug, Default)]
+pub struct ContactSolve {
+    /// The QP solver; its settings (tolerance, iteration cap) apply to each Newton iteration's
+    /// QP.
+    pub mprgp: Mprgp,
+    /// The last QP's contact force per row (N).
+    forces: Vec<f64>,
+    x_free: Vec<Vec3>,
+    shifted: Vec<ConstraintRow>,
+    gradient: Vec<Vec3>,
+    residual: Vec<Vec3>,
+    step: Vec<Vec3>,
+    b: Vec<Vec3>,
+    trial: Vec<Vec3>,
+    contact_forces: ContactForces,
+}
+
+impl ContactSolve {
+    /// A solver whose QPs use `settings`.
+    pub fn new(settings: MprgpSettings) -> Self {
+        Self {
+            mprgp: Mprgp::new(settings),
+            ..Self::default()
+        }
+    }
+
+    /// The contact force of each row at the last QP (N; 0 for inactive rows).
+    pub fn forces(&self) -> &[f64] {
+        &self.forces
+    }
+}
+
 /// What [`NewtonSystem::solve_with_contacts`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ConstrainedStats {
@@ -97,11 +132,11 @@ pub enum ConstrainedError {
 
 impl NewtonSystem {
     /// Newton iterations on `Phi` subject to `rows` (`J x >= c` over the free vertices, in the
-    /// order of [`NewtonSystem::free_vertices`]), each step a contact QP solved by `mprgp`
-    /// (its settings: tolerance and iteration cap per QP). Stops once the stationarity
+    /// order of [`NewtonSystem::free_vertices`]), each step a contact QP solved by the MPRGP of
+    /// `solver` (its settings: tolerance and iteration cap per QP). Stops once the stationarity
     /// residual `|g - J' lambda|` falls to `settings.tolerance` times `|g|` at the start, after
     /// `settings.max_iterations`, or when a line search finds no decrease. The contact forces
-    /// of the last QP (N, one per row) are left in `forces`.
+    /// of the last QP are left in [`ContactSolve::forces`].
     ///
     /// # Errors
     /// [`ConstrainedError::Qp`] for coupled or invalid rows; `x` then holds the last iterate.
@@ -111,36 +146,52 @@ impl NewtonSystem {
         potential: &Potential<'_>,
         rows: &[ConstraintRow],
         settings: NewtonSettings,
-        mprgp: &mut Mprgp,
-        forces: &mut Vec<f64>,
+        solver: &mut ContactSolve,
     ) -> Result<ConstrainedStats, ConstrainedError> {
-        let free = self.free_vertices().to_vec();
-        let nf = free.len();
+        let ContactSolve {
+            mprgp,
+            forces,
+            x_free,
+            shifted,
+            gradient,
+            residual,
+            step,
+            b,
+            trial,
+            contact_forces,
+        } = solver;
+        let nf = self.free_vertices().len();
         let mut stats = ConstrainedStats::default();
-        let mut x_free: Vec<Vec3> = free.iter().map(|&v| x[v as usize]).collect();
+        x_free.clear();
+        x_free.extend(self.free_vertices().iter().map(|&v| x[v as usize]));
         // A penetrating start is projected onto the rows first (closed form: decoupled rows).
-        let mut shifted = rows.to_vec();
-        for row in &shifted {
-            let gap = row.dot(&x_free) - row.rhs;
+        shifted.clear();
+        shifted.extend_from_slice(rows);
+        for row in shifted.iter() {
+            let gap = row.dot(x_free) - row.rhs;
             if gap < 0.0 {
-                row.add_scaled(-gap / row.norm_squared(), &mut x_free);
+                row.add_scaled(-gap / row.norm_squared(), x_free);
             }
         }
-        for (d, &v) in free.iter().enumerate() {
+        for (d, &v) in self.free_vertices().iter().enumerate() {
             x[v as usize] = x_free[d];
         }
-        let mut gradient = vec![Vec3::zeros(); nf];
+        gradient.clear();
+        gradient.resize(nf, Vec3::zeros());
         // One pass over the tets per trial point (see `NewtonSystem::solve`).
         self.evaluate_tets(x);
-        self.cached_gradient(x, potential, &mut gradient);
+        self.cached_gradient(x, potential, gradient);
         let mut current = self.cached_potential(x, potential);
         let norm = |g: &[Vec3]| g.iter().map(|v| v.norm_squared()).sum::<f64>().sqrt();
-        stats.newton.initial_gradient = norm(&gradient);
+        stats.newton.initial_gradient = norm(gradient);
         stats.newton.final_gradient = stats.newton.initial_gradient;
         let target = settings.tolerance * stats.newton.initial_gradient;
-        let mut step = vec![Vec3::zeros(); nf];
-        let mut b = vec![Vec3::zeros(); nf];
-        let mut trial = x.to_vec();
+        step.clear();
+        step.resize(nf, Vec3::zeros());
+        b.clear();
+        b.resize(nf, Vec3::zeros());
+        trial.clear();
+        trial.extend_from_slice(x);
         forces.clear();
         forces.resize(rows.len(), 0.0);
         while stats.newton.final_gradient > target
@@ -151,32 +202,36 @@ impl NewtonSystem {
             stats.newton.projected += 1;
             self.assemble_cached_hessian(potential.inertia, true);
             for (s, row) in shifted.iter_mut().zip(rows) {
-                s.rhs = row.rhs - row.dot(&x_free);
+                s.rhs = row.rhs - row.dot(x_free);
             }
-            for (bd, gd) in b.iter_mut().zip(&gradient) {
+            for (bd, gd) in b.iter_mut().zip(gradient.iter()) {
                 *bd = -gd;
             }
             step.iter_mut().for_each(|s| *s = Vec3::zeros());
             let operator = NewtonOperator::new(self.hessian_matrix());
             let problem = QpProblem {
                 a: &operator,
-                b: &b,
-                rows: &shifted,
+                b,
+                rows: shifted,
             };
-            let qp = mprgp.solve(&problem, &mut step)?;
+            let qp = mprgp.solve(&problem, step)?;
             stats.mprgp_iterations += qp.iterations;
             stats.mprgp_cg_steps += qp.cg_steps;
             stats.active = qp.active;
-            *forces = multipliers(&problem, &step);
-            let slope: f64 = gradient.iter().zip(&step).map(|(g, s)| g.dot(s)).sum();
+            contact_forces.compute(&problem, step, forces);
+            let slope: f64 = gradient
+                .iter()
+                .zip(step.iter())
+                .map(|(g, s)| g.dot(s))
+                .sum();
             let mut alpha = 1.0;
             let mut halvings = 0;
             let accepted = loop {
-                for (d, &v) in free.iter().enumerate() {
+                for (d, &v) in self.free_vertices().iter().enumerate() {
                     trial[v as usize] = x[v as usize] + alpha * step[d];
                 }
-                self.evaluate_tets(&trial);
-                let value = self.cached_potential(&trial, potential);
+                self.evaluate_tets(trial);
+                let value = self.cached_potential(trial, potential);
                 if sufficient_decrease(current, value, alpha, slope) {
                     current = value;
                     break true;
@@ -191,18 +246,19 @@ impl NewtonSystem {
             if !accepted {
                 break;
             }
-            x.copy_from_slice(&trial);
-            for (d, &v) in free.iter().enumerate() {
+            x.copy_from_slice(trial);
+            for (d, &v) in self.free_vertices().iter().enumerate() {
                 x_free[d] = x[v as usize];
             }
             stats.newton.iterations += 1;
-            self.cached_gradient(x, potential, &mut gradient);
+            self.cached_gradient(x, potential, gradient);
             // Stationarity with the last QP's contact forces: g - J' lambda.
-            let mut residual = gradient.clone();
+            residual.clear();
+            residual.extend_from_slice(gradient);
             for (row, &lambda) in rows.iter().zip(forces.iter()) {
-                row.add_scaled(-lambda, &mut residual);
+                row.add_scaled(-lambda, residual);
             }
-            stats.newton.final_gradient = norm(&residual);
+            stats.newton.final_gradient = norm(residual);
         }
         stats.newton.converged = stats.newton.final_gradient <= target;
         Ok(stats)
@@ -215,7 +271,6 @@ mod tests {
     use crate::sim::TetMesh;
     use crate::sim::fem::newton::NewtonSetup;
     use crate::sim::fem::{FemModel, Lame};
-    use crate::sim::qp::mprgp::MprgpSettings;
 
     fn lame(e: f64, nu: f64) -> Lame {
         Lame {
@@ -406,11 +461,10 @@ mod tests {
             .map(|p| p + Vec3::new(0.0, 0.11, 0.0))
             .collect();
         let mut v = vec![Vec3::zeros(); x.len()];
-        let mut mprgp = Mprgp::new(MprgpSettings {
+        let mut solver = ContactSolve::new(MprgpSettings {
             tolerance: 1e-8,
             ..MprgpSettings::default()
         });
-        let mut forces = Vec::new();
         let mut deepest: f64 = 0.0;
         for _ in 0..120 {
             let y: Vec<Vec3> = x.iter().zip(&v).map(|(p, u)| p + h * u).collect();
@@ -436,8 +490,7 @@ mod tests {
                         max_iterations: 1,
                         tolerance: 0.0,
                     },
-                    &mut mprgp,
-                    &mut forces,
+                    &mut solver,
                 )
                 .unwrap();
             for ((u, p), s) in v.iter_mut().zip(&x).zip(&start) {
@@ -448,7 +501,7 @@ mod tests {
         assert!(deepest < 1e-6, "deepest {deepest} m below the floor");
         let speed = v.iter().map(|u| u.norm()).fold(0.0, f64::max);
         assert!(speed < 1e-2, "still moving at {speed} m/s after 2 s");
-        let carried: f64 = forces.iter().sum();
+        let carried: f64 = solver.forces().iter().sum();
         assert!(
             (carried - weight).abs() < 0.01 * weight,
             "contact forces {carried} N against the weight {weight} N"

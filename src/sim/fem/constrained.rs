@@ -33,8 +33,14 @@ pub struct NewtonOperator<'a> {
 }
 
 impl<'a> NewtonOperator<'a> {
-    /// The operator of a matrix over `3 n` coordinates.
+    /// The operator of a matrix over `3 n` coordinates whose rows hold whole 3x3 blocks (every
+    /// stored column `3 j` comes with `3 j + 1` and `3 j + 2`), as
+    /// [`NewtonSystem::hessian_matrix`] does; the product reads the columns in those triples.
+    ///
+    /// # Panics
+    /// If the dimension is not a multiple of 3.
     pub fn new(matrix: &'a SymmetricMatrix) -> Self {
+        assert!(matrix.dim().is_multiple_of(3), "a matrix over 3-vectors");
         Self { matrix }
     }
 }

@@ -144,12 +144,12 @@ fn a_nearly_incompressible_stiff_cube_rests_at_a_large_step() {
 }
 
 /// At 1 kPa the sphere's weight (about 5 kPa at its base) collapses it to about 30 % of its
-/// volume, and the collapse goes on after the landing in slow bursts of up to 0.12 m/s, each
+/// volume, and the collapse goes on after the landing in slow bursts of up to 0.17 m/s, each
 /// releasing energy: the energy audit of one, between 4.4 and 5.5 s, finds the total energy
 /// falling through it (0.12 J released, of 54 J), so it is the slump of the heap, not energy
 /// from nowhere. When they come depends on the last bits of the solve (measured: 6.5-7.5 s
-/// with an f64 global solve, 4.5-5.5 s with its f32 correction; none after 8 s in either), so
-/// rest is asserted at 10 s.
+/// with an f64 global solve, 4.5-5.5 s with its f32 correction, with the iterations started at
+/// `y` or at `x + h v`; none after 8 s in any), so rest is asserted at 10 s.
 #[test]
 fn a_very_soft_sphere_rests_on_the_floor_without_sinking() {
     check_after(

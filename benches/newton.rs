@@ -12,17 +12,13 @@ use bevy_deformable::sim::fem::{
 };
 use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::MprgpSettings;
-use bevy_deformable::sim::{TetMesh, Vec3};
+use bevy_deformable::sim::{SoftMaterial, TetMesh, Vec3};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const H: f64 = 1.0 / 60.0;
 const STEPS: usize = 120;
-
-fn lame(e: f64, nu: f64) -> Lame {
-    Lame {
-        mu: e / (2.0 * (1.0 + nu)),
-        lambda: e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
-    }
-}
 
 struct DropResult {
     name: &'static str,
@@ -41,17 +37,17 @@ fn drop_cube(name: &'static str, model: FemModel, e: f64) -> DropResult {
         &mesh,
         NewtonSetup {
             model,
-            lame: lame(e, 0.4),
+            lame: Lame::of(
+                &SoftMaterial::RUBBER
+                    .with_youngs_modulus(e)
+                    .with_poisson_ratio(0.4),
+            ),
             density: 1000.0,
             pinned: &[],
         },
     )
     .expect("valid system");
-    let force: Vec<Vec3> = system
-        .masses()
-        .iter()
-        .map(|&m| m * Vec3::new(0.0, -9.81, 0.0))
-        .collect();
+    let force = system.gravity_forces(Vec3::new(0.0, -9.81, 0.0));
     let mut x: Vec<Vec3> = mesh
         .rest_positions()
         .iter()
@@ -119,61 +115,17 @@ struct BeamResult {
     ms: f64,
 }
 
-/// The static cantilever of `tests/sim_newton.rs` (1 m by 0.1 m, nu = 0, 1000 kg/m^3): tip
-/// deflection over beam theory's `q L^4 / (8 E I)`.
+/// The static cantilever of `tests/sim_newton.rs` (`tests/common/beam.rs`): tip deflection
+/// over beam theory's `q L^4 / (8 E I)`.
 fn cantilever(model: FemModel, e: f64, resolution: usize) -> BeamResult {
-    let mesh = TetMesh::cuboid(Vec3::new(0.5, 0.05, 0.05), resolution);
-    let clamped: Vec<bool> = mesh
-        .rest_positions()
-        .iter()
-        .map(|p| p.x < -0.5 + 1e-9)
-        .collect();
-    let mut system = NewtonSystem::new(
-        &mesh,
-        NewtonSetup {
-            model,
-            lame: lame(e, 0.0),
-            density: 1000.0,
-            pinned: &clamped,
-        },
-    )
-    .expect("valid system");
-    let force: Vec<Vec3> = system
-        .masses()
-        .iter()
-        .map(|&m| m * Vec3::new(0.0, -9.81, 0.0))
-        .collect();
-    let rest = mesh.rest_positions().to_vec();
-    let mut x = rest.clone();
     let t = Instant::now();
-    let stats = system
-        .solve(
-            &mut x,
-            &Potential {
-                inertia: 0.0,
-                target: &rest,
-                force: &force,
-            },
-            NewtonSettings {
-                max_iterations: 60,
-                tolerance: 1e-6,
-            },
-        )
-        .expect("pinned: positive definite");
+    let (deflection, stats) = common::beam::static_tip(model, e, resolution);
     let ms = t.elapsed().as_secs_f64() * 1e3;
-    let tip: Vec<f64> = x
-        .iter()
-        .zip(&rest)
-        .filter(|(_, r)| r.x > 0.5 - 1e-9)
-        .map(|(p, r)| r.y - p.y)
-        .collect();
-    let deflection = tip.iter().sum::<f64>() / tip.len() as f64;
-    let theory = 1000.0 * 9.81 * 0.01 / (8.0 * e * 0.1f64.powi(4) / 12.0);
     BeamResult {
         model,
         e,
         resolution,
-        ratio: deflection / theory,
+        ratio: deflection / common::beam::beam_theory(e),
         iterations: stats.iterations,
         ms,
     }

@@ -11,88 +11,20 @@
 //! beam theory does not apply (measured: 0.50 of its prediction); the test covers E = 1e7 Pa
 //! (14 % of the length, mildly nonlinear) and 1e8 Pa (1.5 %).
 
-use bevy_deformable::sim::fem::{
-    FemModel, Lame, NewtonSettings, NewtonSetup, NewtonSystem, Potential,
-};
 use std::sync::Arc;
 
-use bevy_deformable::sim::{Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::fem::FemModel;
+use bevy_deformable::sim::{Sleeping, SoftMaterial, SoftWorld, Vec3, WorldSettings};
 
-const LENGTH: f64 = 1.0;
-const SIDE: f64 = 0.1;
-const DENSITY: f64 = 1000.0;
-const GRAVITY: f64 = 9.81;
-
-/// The Euler-Bernoulli tip deflection (m) at Young's modulus `e` (Pa).
-fn beam_theory(e: f64) -> f64 {
-    let q = DENSITY * GRAVITY * SIDE * SIDE;
-    let inertia = SIDE.powi(4) / 12.0;
-    q * LENGTH.powi(4) / (8.0 * e * inertia)
-}
-
-fn beam(resolution: usize) -> TetMesh {
-    TetMesh::cuboid(Vec3::new(LENGTH / 2.0, SIDE / 2.0, SIDE / 2.0), resolution)
-}
-
-fn clamped(mesh: &TetMesh) -> Vec<bool> {
-    mesh.rest_positions()
-        .iter()
-        .map(|p| p.x < -LENGTH / 2.0 + 1e-9)
-        .collect()
-}
-
-/// The mean downward displacement (m) of the free end's vertices.
-fn mean_tip(x: &[Vec3], rest: &[Vec3]) -> f64 {
-    let tip: Vec<f64> = x
-        .iter()
-        .zip(rest)
-        .filter(|(_, r)| r.x > LENGTH / 2.0 - 1e-9)
-        .map(|(p, r)| r.y - p.y)
-        .collect();
-    tip.iter().sum::<f64>() / tip.len() as f64
-}
+mod common;
+use common::beam::{DENSITY, GRAVITY, beam, beam_theory, clamped, mean_tip, static_tip};
 
 /// The mean tip deflection (m, positive downwards) of the static solve at `resolution`
 /// lattice cells along the beam.
 fn tip_deflection(model: FemModel, e: f64, resolution: usize) -> f64 {
-    let mesh = beam(resolution);
-    let clamped = clamped(&mesh);
-    let mut system = NewtonSystem::new(
-        &mesh,
-        NewtonSetup {
-            model,
-            lame: Lame {
-                mu: e / 2.0,
-                lambda: 0.0,
-            },
-            density: DENSITY,
-            pinned: &clamped,
-        },
-    )
-    .unwrap();
-    let force: Vec<Vec3> = system
-        .masses()
-        .iter()
-        .map(|&m| m * Vec3::new(0.0, -GRAVITY, 0.0))
-        .collect();
-    let rest = mesh.rest_positions().to_vec();
-    let mut x = rest.clone();
-    let stats = system
-        .solve(
-            &mut x,
-            &Potential {
-                inertia: 0.0,
-                target: &rest,
-                force: &force,
-            },
-            NewtonSettings {
-                max_iterations: 40,
-                tolerance: 1e-6,
-            },
-        )
-        .unwrap();
+    let (deflection, stats) = static_tip(model, e, resolution);
     assert!(stats.converged, "{model:?} E = {e:e}: {stats:?}");
-    mean_tip(&x, &rest)
+    deflection
 }
 
 /// At nu = 0 the PD material's energy (its corotated term `mu V |F - R|^2`; the volume term's

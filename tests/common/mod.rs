@@ -1,7 +1,10 @@
-//! Helpers shared by the integration tests: surface crossings between bodies.
+//! Helpers shared by the integration tests: surface crossings between bodies, and the
+//! cantilever of the beam-theory checks ([`beam`]).
 
 // Each test crate uses its own subset.
 #![allow(dead_code)]
+
+pub mod beam;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::barycentric;

@@ -279,10 +279,11 @@ mod tests {
     use crate::sim::fem::{FemModel, Lame};
 
     fn lame(e: f64, nu: f64) -> Lame {
-        Lame {
-            mu: e / (2.0 * (1.0 + nu)),
-            lambda: e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
-        }
+        Lame::of(
+            &crate::sim::SoftMaterial::RUBBER
+                .with_youngs_modulus(e)
+                .with_poisson_ratio(nu),
+        )
     }
 
     #[test]
@@ -342,11 +343,7 @@ mod tests {
             .iter()
             .map(|p| Vec3::new(p.x + 0.3 * p.y, 0.9 * p.y, p.z))
             .collect();
-        let force: Vec<Vec3> = system
-            .masses()
-            .iter()
-            .map(|&m| m * Vec3::new(3.0, -40.0, 5.0))
-            .collect();
+        let force = system.gravity_forces(Vec3::new(3.0, -40.0, 5.0));
         let target = x.clone();
         let potential = Potential {
             inertia: 900.0,
@@ -459,7 +456,7 @@ mod tests {
         .unwrap();
         let h = 1.0 / 60.0;
         let gravity = Vec3::new(0.0, -9.81, 0.0);
-        let force: Vec<Vec3> = system.masses().iter().map(|&m| m * gravity).collect();
+        let force = system.gravity_forces(gravity);
         let weight: f64 = system.masses().iter().sum::<f64>() * 9.81;
         let mut x: Vec<Vec3> = mesh
             .rest_positions()

@@ -166,6 +166,12 @@ impl NewtonSystem {
         &self.masses
     }
 
+    /// The weight `m_i g` of every vertex (N) for gravity `g` (m/s^2), as
+    /// [`Potential::force`] takes it.
+    pub fn gravity_forces(&self, gravity: Vec3) -> Vec<Vec3> {
+        self.masses.iter().map(|&m| m * gravity).collect()
+    }
+
     /// The free vertices, in the order of the matrix's rows.
     pub fn free_vertices(&self) -> &[u32] {
         &self.free
@@ -392,10 +398,11 @@ mod tests {
     use super::*;
 
     fn rubber() -> Lame {
-        Lame {
-            mu: 1.0e5 / 2.6,
-            lambda: 1.0e5 * 0.3 / (1.3 * 0.4),
-        }
+        Lame::of(
+            &crate::sim::SoftMaterial::RUBBER
+                .with_youngs_modulus(1.0e5)
+                .with_poisson_ratio(0.3),
+        )
     }
 
     fn system(mesh: &TetMesh, model: FemModel, pinned: &[bool]) -> NewtonSystem {
@@ -411,14 +418,6 @@ mod tests {
         .unwrap()
     }
 
-    fn gravity_forces(system: &NewtonSystem) -> Vec<Vec3> {
-        system
-            .masses()
-            .iter()
-            .map(|&m| m * Vec3::new(0.0, -9.81, 0.0))
-            .collect()
-    }
-
     #[test]
     fn potential_gradient_matches_finite_differences() {
         let mesh = TetMesh::cuboid(Vec3::new(0.2, 0.1, 0.1), 4);
@@ -431,7 +430,7 @@ mod tests {
                 .map(|p| p + 0.02 * Vec3::new((7.0 * p.y).sin(), (5.0 * p.x).cos(), p.z))
                 .collect();
             let target: Vec<Vec3> = mesh.rest_positions().to_vec();
-            let force = gravity_forces(&system);
+            let force = system.gravity_forces(Vec3::new(0.0, -9.81, 0.0));
             let potential = Potential {
                 inertia: 3600.0,
                 target: &target,
@@ -526,7 +525,7 @@ mod tests {
         let pinned: Vec<bool> = mesh.rest_positions().iter().map(|p| p.x < -0.29).collect();
         for model in [FemModel::FixedCorotated, FemModel::StableNeoHookean] {
             let mut system = system(&mesh, model, &pinned);
-            let force = gravity_forces(&system);
+            let force = system.gravity_forces(Vec3::new(0.0, -9.81, 0.0));
             let target = mesh.rest_positions().to_vec();
             let potential = Potential {
                 inertia: 0.0,

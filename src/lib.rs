@@ -52,7 +52,8 @@ pub mod prelude {
         BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene,
     };
     pub use crate::plugin::{
-        DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, FrictionModel,
+        DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, ElasticModel,
+        FrictionModel, SolverChoice,
     };
     pub use crate::sim::{TetMesh, TriangleSurface};
     pub use crate::tuning::{

@@ -68,6 +68,15 @@ pub struct DeformableConfig {
     pub gravity: Vec3,
     /// Substeps per fixed step. Default: 1.
     pub substeps: u32,
+    /// Which solver advances the bodies; see [`WorldSettings::solver`]. Default: Projective
+    /// Dynamics.
+    pub solver: SolverChoice,
+    /// The elastic model of the Newton solver; see [`WorldSettings::fem_model`]. Default: fixed
+    /// corotated.
+    pub fem_model: ElasticModel,
+    /// The most Newton iterations per substep with the Newton solver (each one factorization
+    /// and one contact QP); see [`WorldSettings::newton_iterations`]. Default: 1.
+    pub newton_iterations: u32,
     /// The most Projective Dynamics local/global iterations per substep. Default: 10.
     pub pd_iterations: u32,
     /// The iterations stop once the relative residual of the implicit step's optimality
@@ -146,6 +155,9 @@ impl Default for DeformableConfig {
         Self {
             gravity: to_bevy(&w.gravity),
             substeps: w.substeps as u32,
+            solver: SolverChoice::ProjectiveDynamics,
+            fem_model: ElasticModel::FixedCorotated,
+            newton_iterations: w.newton_iterations as u32,
             pd_iterations: w.pd_iterations as u32,
             pd_tolerance: w.pd_tolerance as f32,
             chebyshev_rho: w.chebyshev_rho as f32,
@@ -202,6 +214,16 @@ impl DeformableConfig {
             d.gravity
         };
         settings.substeps = (self.substeps as usize).clamp(1, sim::MAX_SUBSTEPS);
+        settings.solver = match self.solver {
+            SolverChoice::ProjectiveDynamics => sim::Solver::ProjectiveDynamics,
+            SolverChoice::NewtonMprgp => sim::Solver::NewtonMprgp,
+        };
+        settings.fem_model = match self.fem_model {
+            ElasticModel::FixedCorotated => sim::FemModel::FixedCorotated,
+            ElasticModel::StableNeoHookean => sim::FemModel::StableNeoHookean,
+        };
+        settings.newton_iterations =
+            (self.newton_iterations as usize).clamp(1, sim::MAX_NEWTON_ITERATIONS);
         settings.pd_iterations = (self.pd_iterations as usize).clamp(1, sim::MAX_PD_ITERATIONS);
         settings.pd_tolerance = non_negative(self.pd_tolerance, d.pd_tolerance);
         settings.chebyshev_rho = if (0.0..1.0).contains(&self.chebyshev_rho) {
@@ -238,6 +260,29 @@ impl DeformableConfig {
             delay: non_negative(self.sleep_delay, d.sleeping.delay),
         };
     }
+}
+
+/// The solver of the simulation (see [`sim::Solver`] for the trade-offs).
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum SolverChoice {
+    /// Projective Dynamics: a constant prefactored matrix per body and cheap iterations; soft
+    /// materials, large deformation, many bodies. Default.
+    #[default]
+    ProjectiveDynamics,
+    /// Newton's method on the finite-element energy with MPRGP contact QPs (the MPRGP paper's
+    /// solver): one factorization per iteration; stiff materials (E >= 1e6 Pa) at their true
+    /// stiffness.
+    NewtonMprgp,
+}
+
+/// The elastic model of the Newton solver (see [`sim::FemModel`]).
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ElasticModel {
+    /// Fixed corotated (Stomakhin et al. 2012), the counterpart of the PD material. Default.
+    #[default]
+    FixedCorotated,
+    /// Stable Neo-Hookean (Smith et al. 2018).
+    StableNeoHookean,
 }
 
 /// How Coulomb friction bounds the tangential impulse of a contact.

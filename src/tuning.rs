@@ -356,7 +356,7 @@ pub(crate) mod vec3_serde {
 mod tests {
     use super::*;
     use crate::components::{CombineRule, StrainLimits};
-    use crate::plugin::FrictionModel;
+    use crate::plugin::{ElasticModel, FrictionModel, SolverChoice};
 
     fn tuned() -> SceneTuning {
         let mut t = SceneTuning::default();
@@ -364,6 +364,9 @@ mod tests {
         t.config.pd_iterations = 17;
         t.config.mprgp_tolerance = 3.3e-7;
         t.config.friction_model = FrictionModel::Pyramid;
+        t.config.solver = SolverChoice::NewtonMprgp;
+        t.config.fem_model = ElasticModel::StableNeoHookean;
+        t.config.newton_iterations = 3;
         t.config.separate_regions = false;
         t.fixed_timestep = 1.0 / 97.0;
         t.time_scale = 0.37;

@@ -11,7 +11,7 @@ use bevy_deformable::sim::{
 use nalgebra::UnitQuaternion;
 
 mod common;
-use common::{intersections, penetration, triangles_intersect};
+use common::{intersections, penetration, slope, triangles_intersect};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -58,38 +58,17 @@ fn the_triangle_test_sees_crossings_and_misses_separated_triangles() {
     assert!(!triangles_intersect(&t, &above));
 }
 
-/// Puts a rubber block on a plane tilted by `degrees` about z with friction `mu`; returns how
-/// far (m) its centroid moves along the slope from 0.5 s to 1.5 s (the first half second lets
-/// it settle: the block shears a little under its weight while its base holds).
+/// A rubber block on a plane tilted by `degrees` with friction `mu` and friction model `model`:
+/// how far (m) it slides from 0.5 s to 1.5 s ([`slope::slide_distance`]).
 fn slide_distance(mu: f64, degrees: f64, model: FrictionModel) -> f64 {
     let mut settings = WorldSettings::default();
     settings.lcp.friction = model;
-    let mut world = SoftWorld::new(settings);
-    let angle = degrees.to_radians();
-    let rotation = UnitQuaternion::from_axis_angle(&Vec3::z_axis(), angle);
-    let normal = rotation * Vec3::y();
-    let material = SoftMaterial::RUBBER.with_friction(mu).with_damping(5.0);
-    let body = world
-        .add_body_with_pose(cube(0.1, 2), material, normal * 0.1, rotation)
-        .unwrap();
-    world
-        .add_obstacle(
-            Obstacle::halfspace(normal)
-                .unwrap()
-                .with_friction(mu)
-                .with_combine_rules(CombineRule::Average, CombineRule::Average),
-        )
-        .unwrap();
-    let mut start = Vec3::zeros();
-    for step in 0..90 {
-        if step == 30 {
-            start = centroid(world.positions(body).unwrap());
-        }
-        let report = world.step(DT).unwrap();
-        assert!(report.frozen.is_empty(), "{:?}", report.frozen);
-    }
-    let down_slope = rotation * -Vec3::x();
-    (centroid(world.positions(body).unwrap()) - start).dot(&down_slope)
+    slope::slide_distance(
+        settings,
+        SoftMaterial::RUBBER.with_damping(5.0),
+        mu,
+        degrees,
+    )
 }
 
 #[test]

@@ -11,13 +11,11 @@
 //! beam theory does not apply (measured: 0.50 of its prediction); the test covers E = 1e7 Pa
 //! (14 % of the length, mildly nonlinear) and 1e8 Pa (1.5 %).
 
-use std::sync::Arc;
-
 use bevy_deformable::sim::fem::FemModel;
-use bevy_deformable::sim::{Sleeping, SoftMaterial, SoftWorld, Vec3, WorldSettings};
+use bevy_deformable::sim::{Sleeping, WorldSettings};
 
 mod common;
-use common::beam::{DENSITY, GRAVITY, beam, beam_theory, clamped, mean_tip, static_tip};
+use common::beam::{beam_theory, hang_in_world, static_tip};
 
 /// The mean tip deflection (m, positive downwards) of the static solve at `resolution`
 /// lattice cells along the beam.
@@ -36,40 +34,13 @@ fn tip_deflection(model: FemModel, e: f64, resolution: usize) -> f64 {
 #[test]
 fn projective_dynamics_and_newton_agree_on_a_pinned_beam_where_their_energies_are_equal() {
     let e = 1e7;
-    let mesh = Arc::new(beam(20));
     let newton = tip_deflection(FemModel::FixedCorotated, e, 20);
-    let mut world = SoftWorld::new(WorldSettings {
-        gravity: Vec3::new(0.0, -GRAVITY, 0.0),
+    let settings = WorldSettings {
         sleeping: Sleeping::OFF,
         ..WorldSettings::default()
-    });
-    let material = SoftMaterial::RUBBER
-        .with_youngs_modulus(e)
-        .with_poisson_ratio(0.0)
-        .with_density(DENSITY);
-    let body = world
-        .add_body(mesh.clone(), material, Vec3::zeros())
-        .unwrap();
-    for (i, &pin) in clamped(&mesh).iter().enumerate() {
-        if pin {
-            world.pin(body, i, mesh.rest_positions()[i]).unwrap();
-        }
-    }
-    let mut speed = f64::INFINITY;
-    for _ in 0..1200 {
-        world.step(1.0 / 60.0).unwrap();
-        speed = world
-            .velocities(body)
-            .unwrap()
-            .iter()
-            .map(|v| v.norm())
-            .fold(0.0, f64::max);
-        if speed < 1e-6 {
-            break;
-        }
-    }
+    };
+    let (pd, speed) = hang_in_world(settings, e, 20);
     assert!(speed < 1e-4, "the PD beam still moves at {speed} m/s");
-    let pd = mean_tip(world.positions(body).unwrap(), mesh.rest_positions());
     assert!(
         (pd - newton).abs() < 1e-3 * newton,
         "PD sags {pd} m, Newton {newton} m"

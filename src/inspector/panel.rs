@@ -18,7 +18,7 @@ use crate::diagnostics::DeformableDiagnostics;
 use crate::grab::GrabTool;
 use crate::history::StepHistory;
 use crate::messages::ResetScene;
-use crate::plugin::{DeformableConfig, DeformableWorld, FrictionModel};
+use crate::plugin::{DeformableConfig, DeformableWorld, ElasticModel, FrictionModel, SolverChoice};
 use crate::sim::MAX_ANDERSON_WINDOW;
 use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
 
@@ -299,7 +299,44 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
             p.fixed.set_timestep_hz(new_hz);
         }
         ui.add(egui::Slider::new(&mut c.substeps, 1..=8).text("substeps"));
-        ui.add(egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations (most)"));
+        egui::ComboBox::from_label("solver")
+            .selected_text(match c.solver {
+                SolverChoice::ProjectiveDynamics => "Projective Dynamics",
+                SolverChoice::NewtonMprgp => "Newton-MPRGP",
+            })
+            .show_ui(ui, |ui| {
+                ui.selectable_value(
+                    &mut c.solver,
+                    SolverChoice::ProjectiveDynamics,
+                    "Projective Dynamics",
+                );
+                ui.selectable_value(&mut c.solver, SolverChoice::NewtonMprgp, "Newton-MPRGP");
+            });
+        let newton = c.solver == SolverChoice::NewtonMprgp;
+        ui.add_enabled_ui(newton, |ui| {
+            egui::ComboBox::from_label("elastic model (Newton)")
+                .selected_text(format!("{:?}", c.fem_model))
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(
+                        &mut c.fem_model,
+                        ElasticModel::FixedCorotated,
+                        "FixedCorotated",
+                    );
+                    ui.selectable_value(
+                        &mut c.fem_model,
+                        ElasticModel::StableNeoHookean,
+                        "StableNeoHookean",
+                    );
+                });
+            ui.add(
+                egui::Slider::new(&mut c.newton_iterations, 1..=20)
+                    .text("Newton iterations (most)"),
+            );
+        });
+        ui.add_enabled(
+            !newton,
+            egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations (most)"),
+        );
         ui.add(
             egui::Slider::new(&mut c.pd_tolerance, 0.0..=1e-1)
                 .logarithmic(true)

@@ -49,6 +49,7 @@ pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};
 pub use embed::EmbeddedPoint;
+pub use fem::FemModel;
 pub use material::{CombineRule, MaterialError, SoftMaterial, StrainLimits, SurfaceCoefficients};
 pub use math::{Mat3, Vec3};
 pub use mesh::{MeshError, TetMesh};
@@ -57,7 +58,8 @@ pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
     BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE,
-    DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason, MAX_ANDERSON_WINDOW, MAX_PD_ITERATIONS,
-    MAX_SUBSTEPS, ObstacleHandle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftWorld,
-    StepReport, WorldError, WorldSettings,
+    DEFAULT_NEWTON_ITERATIONS, DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason,
+    MAX_ANDERSON_WINDOW, MAX_NEWTON_ITERATIONS, MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle,
+    SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftWorld, Solver, StepReport, WorldError,
+    WorldSettings,
 };

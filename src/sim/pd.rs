@@ -440,6 +440,70 @@ impl PdSystem {
         }
     }
 
+    /// The gradient (N) over the free vertices of `Phi`'s terms other than the elastic ones,
+    /// the inertia `M/h^2 (x - y)`, the attachments `k_a (x - target)` and the point spring,
+    /// into `out`: what an elastic model other than PD's (the Newton solver's FEM energy) adds
+    /// its forces to. `x` and `y` hold every vertex (m).
+    pub fn outer_gradient(&self, x: &[Vec3], y: &[Vec3], targets: &[Vec3], out: &mut [Vec3]) {
+        let inv_h2 = 1.0 / (self.dt * self.dt);
+        for (o, &v) in out.iter_mut().zip(&self.free) {
+            let v = v as usize;
+            *o = self.masses[v] * inv_h2 * (x[v] - y[v]);
+            if self.attach_k[v] > 0.0 {
+                *o += self.attach_k[v] * (x[v] - targets[v]);
+            }
+        }
+        if let Some(s) = &self.spring {
+            let pull = s.stiffness * (s.point.position(x) - s.target);
+            for (v, w) in s.point.vertices.iter().zip(&s.point.weights) {
+                let d = self.dof[*v as usize];
+                if d != PINNED {
+                    out[d as usize] += *w * pull;
+                }
+            }
+        }
+    }
+
+    /// The terms of [`PdSystem::outer_gradient`] themselves (J):
+    /// `sum_i m_i/(2 h^2) |x_i - y_i|^2 + sum_a k_a/2 |x_a - target_a|^2` plus the point
+    /// spring's `k_s/2 |p(x) - target_s|^2`, over every vertex (pinned ones sit at `y`).
+    pub fn outer_energy(&self, x: &[Vec3], y: &[Vec3], targets: &[Vec3]) -> f64 {
+        let inv_h2 = 1.0 / (self.dt * self.dt);
+        let mut e = 0.0;
+        for &v in &self.free {
+            let v = v as usize;
+            e += 0.5 * self.masses[v] * inv_h2 * (x[v] - y[v]).norm_squared();
+            if self.attach_k[v] > 0.0 {
+                e += 0.5 * self.attach_k[v] * (x[v] - targets[v]).norm_squared();
+            }
+        }
+        if let Some(s) = &self.spring {
+            e += 0.5 * s.stiffness * (s.point.position(x) - s.target).norm_squared();
+        }
+        e
+    }
+
+    /// The Hessian of the terms of [`PdSystem::outer_gradient`]: per free vertex its diagonal
+    /// `m/h^2 + k_a` (N/m) into `diagonal`, and the point spring's couplings
+    /// `(d_a, d_b, k_s w_a w_b)` between free vertices (each times the 3x3 identity).
+    pub fn outer_hessian(
+        &self,
+        diagonal: &mut [f64],
+    ) -> impl Iterator<Item = (u32, u32, f64)> + '_ {
+        let inv_h2 = 1.0 / (self.dt * self.dt);
+        for (o, &v) in diagonal.iter_mut().zip(&self.free) {
+            *o = self.masses[v as usize] * inv_h2 + self.attach_k[v as usize];
+        }
+        self.spring.iter().flat_map(move |s| {
+            let (vs, ws) = (s.point.vertices, s.point.weights);
+            (0..16).filter_map(move |ab| {
+                let (a, b) = (ab / 4, ab % 4);
+                let (da, db) = (self.dof[vs[a] as usize], self.dof[vs[b] as usize]);
+                (da != PINNED && db != PINNED).then(|| (da, db, s.stiffness * ws[a] * ws[b]))
+            })
+        })
+    }
+
     /// The elastic energy (J) of positions `x`: `sum_t sum_c w_tc/2 ||F_t - P_tc(F_t)||^2`.
     pub fn elastic_energy(&self, x: &[Vec3]) -> f64 {
         let limits = self.limits;
@@ -696,6 +760,74 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    /// The terms the Newton solver takes from the PD system (inertia, attachments, a grab spring
+    /// on a tet with a pinned vertex): their gradient against central differences of their
+    /// energy, and their Hessian against central differences of the gradient.
+    #[test]
+    fn outer_terms_gradient_and_hessian_match_finite_differences() {
+        let mesh = TetMesh::cuboid(Vec3::new(0.2, 0.1, 0.1), 2);
+        let material = SoftMaterial::RUBBER;
+        let n = mesh.vertex_count();
+        let mut pinned = vec![false; n];
+        pinned[0] = true;
+        let mut k = vec![0.0; n];
+        k[3] = 200.0;
+        k[7] = 300.0;
+        let mut sys = system(&mesh, &material, &pinned, &k);
+        let tet = *mesh.tets().iter().find(|t| t.contains(&0)).unwrap();
+        sys.set_point_spring(Some(PointSpring {
+            point: EmbeddedPoint {
+                vertices: tet,
+                weights: [0.1, 0.2, 0.3, 0.4],
+            },
+            stiffness: 500.0,
+            target: Vec3::new(0.3, -0.2, 0.1),
+        }));
+        sys.set_material(&mesh, &material, 1.0 / 60.0).unwrap();
+        let mut x = perturbed(&mesh, 0.2);
+        let y = perturbed(&mesh, 0.1);
+        let targets = perturbed(&mesh, 0.3);
+        x[0] = y[0];
+        let nf = sys.free_vertices().len();
+        let mut g = vec![Vec3::zeros(); nf];
+        sys.outer_gradient(&x, &y, &targets, &mut g);
+        let mut diagonal = vec![0.0; nf];
+        let couplings: Vec<(u32, u32, f64)> = sys.outer_hessian(&mut diagonal).collect();
+        let eps = 1e-6;
+        for (d, &v) in sys.free_vertices().iter().enumerate() {
+            for a in 0..3 {
+                let (mut xp, mut xm) = (x.clone(), x.clone());
+                xp[v as usize][a] += eps;
+                xm[v as usize][a] -= eps;
+                let fd = (sys.outer_energy(&xp, &y, &targets)
+                    - sys.outer_energy(&xm, &y, &targets))
+                    / (2.0 * eps);
+                assert!(
+                    (fd - g[d][a]).abs() < 1e-5 * (1.0 + fd.abs()),
+                    "{d} {a}: {fd} {}",
+                    g[d][a]
+                );
+                // Column `(d, a)` of the Hessian from the gradient's differences.
+                let (mut gp, mut gm) = (vec![Vec3::zeros(); nf], vec![Vec3::zeros(); nf]);
+                sys.outer_gradient(&xp, &y, &targets, &mut gp);
+                sys.outer_gradient(&xm, &y, &targets, &mut gm);
+                for e in 0..nf {
+                    let column = (gp[e][a] - gm[e][a]) / (2.0 * eps);
+                    let mut expected = if e == d { diagonal[d] } else { 0.0 };
+                    expected += couplings
+                        .iter()
+                        .filter(|&&(i, j, _)| i as usize == e && j as usize == d)
+                        .map(|c| c.2)
+                        .sum::<f64>();
+                    assert!(
+                        (column - expected).abs() < 1e-4 * (1.0 + expected.abs()),
+                        "({e}, {d}) coordinate {a}: {column} vs {expected}"
+                    );
+                }
+            }
+        }
     }
 
     /// The objective with projections held fixed, `1/2 x'Lx - b'x + const`, has gradient

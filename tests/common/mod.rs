@@ -1,10 +1,12 @@
-//! Helpers shared by the integration tests: surface crossings between bodies, and the
-//! cantilever of the beam-theory checks ([`beam`]).
+//! Helpers shared by the integration tests: surface crossings between bodies, the cantilever
+//! of the beam-theory checks ([`beam`]) and the block on a slope of the friction checks
+//! ([`slope`]).
 
 // Each test crate uses its own subset.
 #![allow(dead_code)]
 
 pub mod beam;
+pub mod slope;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::barycentric;

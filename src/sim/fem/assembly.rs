@@ -72,6 +72,12 @@ impl HessianPattern {
         &self.matrix
     }
 
+    /// The assembled matrix, for terms added after [`HessianPattern::assemble`] (within the
+    /// pattern: [`SymmetricMatrix::slot`]).
+    pub fn matrix_mut(&mut self) -> &mut SymmetricMatrix {
+        &mut self.matrix
+    }
+
     /// Sets the matrix to `diagonal[d]` on the three diagonal entries of free vertex `d` (e.g.
     /// `m_d / h^2`, N/m) plus the tets' Hessian blocks (N/m), added in tet order (the same sums
     /// whatever the thread count).

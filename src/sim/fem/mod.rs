@@ -13,12 +13,14 @@
 //! | [`assembly`] | the Newton matrix's fixed pattern and the scatter of the element blocks |
 //! | [`newton`] | Newton's method with a line search on one body's incremental potential, no contact |
 //! | [`constrained`] | Newton iterations whose steps are contact QPs (eq. 8), solved by MPRGP |
+//! | [`stepping`] | the pieces of a Newton iteration for a caller that owns the loop (the world's step) |
 
 pub mod assembly;
 pub mod constrained;
 pub mod element;
 pub mod energy;
 pub mod newton;
+pub mod stepping;
 
 pub use energy::{FemModel, Lame};
 pub use newton::{NewtonSettings, NewtonSetup, NewtonStats, NewtonSystem, Potential};

@@ -38,7 +38,7 @@ const ARMIJO: f64 = 1e-4;
 /// step) from `start` to `value` (J); where the predicted decrease is below the rounding of the
 /// potential (an iterate at the minimum to round-off), any value within that rounding passes,
 /// so that the last Newton steps are not refused by noise.
-pub(super) fn sufficient_decrease(start: f64, value: f64, step: f64, slope: f64) -> bool {
+pub(crate) fn sufficient_decrease(start: f64, value: f64, step: f64, slope: f64) -> bool {
     let rounding = 64.0 * f64::EPSILON * start.abs().max(value.abs());
     value <= start + ARMIJO * step * slope.min(0.0)
         || (-slope <= rounding && value <= start + rounding)
@@ -101,23 +101,23 @@ pub struct NewtonStats {
 /// One body's elastic energy, its derivatives and the Newton matrix.
 #[derive(Debug)]
 pub struct NewtonSystem {
-    model: FemModel,
-    lame: Lame,
-    tets: Vec<[u32; 4]>,
-    grads: Vec<[Vec3; 4]>,
-    volumes: Vec<f64>,
+    pub(super) model: FemModel,
+    pub(super) lame: Lame,
+    pub(super) tets: Vec<[u32; 4]>,
+    pub(super) grads: Vec<[Vec3; 4]>,
+    pub(super) volumes: Vec<f64>,
     masses: Vec<f64>,
-    dof: Vec<u32>,
-    free: Vec<u32>,
-    pattern: HessianPattern,
-    chol: SparseCholesky,
-    scratch: SolveScratch,
+    pub(super) dof: Vec<u32>,
+    pub(super) free: Vec<u32>,
+    pub(super) pattern: HessianPattern,
+    pub(super) chol: SparseCholesky,
+    pub(super) scratch: SolveScratch,
     /// Per tet: its Hessian blocks, and its energy, gradient and SVD at the positions last
     /// evaluated (the parallel parts' output).
     blocks: Vec<[[Mat3; 4]; 4]>,
-    tet_state: Vec<(f64, [Vec3; 4], Svd3)>,
-    diagonal: Vec<f64>,
-    direction: Vec<f64>,
+    pub(super) tet_state: Vec<(f64, [Vec3; 4], Svd3)>,
+    pub(super) diagonal: Vec<f64>,
+    pub(super) direction: Vec<f64>,
     gradient: Vec<Vec3>,
     step: Vec<Vec3>,
     trial: Vec<Vec3>,
@@ -250,14 +250,20 @@ impl NewtonSystem {
     /// [`NewtonSystem::assemble_hessian`] at the positions of the last
     /// [`NewtonSystem::evaluate_tets`].
     pub(super) fn assemble_cached_hessian(&mut self, inertia: f64, project: bool) {
+        for (d, &v) in self.free.iter().enumerate() {
+            self.diagonal[d] = inertia * self.masses[v as usize];
+        }
+        self.assemble_cached_hessian_with_diagonal(project);
+    }
+
+    /// The element Hessians at the positions of the last [`NewtonSystem::evaluate_tets`]
+    /// (projected where `project`), assembled with `self.diagonal` on the diagonal.
+    pub(super) fn assemble_cached_hessian_with_diagonal(&mut self, project: bool) {
         let (model, lame) = (self.model, self.lame);
         let (grads, volumes, states) = (&self.grads, &self.volumes, &self.tet_state);
         self.blocks.par_iter_mut().enumerate().for_each(|(t, b)| {
             *b = hessian_of(model, lame, volumes[t], &grads[t], &states[t].2, project);
         });
-        for (d, &v) in self.free.iter().enumerate() {
-            self.diagonal[d] = inertia * self.masses[v as usize];
-        }
         self.pattern.assemble(&self.blocks, &self.diagonal);
     }
 
@@ -293,20 +299,10 @@ impl NewtonSystem {
     /// Solves `(w M + K) delta = -g` with the last factor, `g` per free vertex; the direction
     /// into `out` (per free vertex, m).
     pub fn newton_direction(&mut self, g: &[Vec3], out: &mut [Vec3]) {
-        for (d, gd) in g.iter().enumerate() {
-            for a in 0..3 {
-                self.direction[3 * d + a] = -gd[a];
-            }
+        for (o, gd) in out.iter_mut().zip(g) {
+            *o = -gd;
         }
-        self.chol
-            .solve_scalar_with(&mut self.direction, &mut self.scratch);
-        for (d, o) in out.iter_mut().enumerate() {
-            *o = Vec3::new(
-                self.direction[3 * d],
-                self.direction[3 * d + 1],
-                self.direction[3 * d + 2],
-            );
-        }
+        self.solve_newton_matrix(out);
     }
 
     /// Newton iterations with a backtracking line search from `x` (every vertex, m; updated in

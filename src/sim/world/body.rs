@@ -5,10 +5,13 @@ use std::sync::Arc;
 use super::report::FreezeReason;
 use crate::sim::contact::{BodyBvh, Contact};
 use crate::sim::embed::EmbeddedPoint;
+use crate::sim::fem::{FemModel, Lame};
 use crate::sim::material::SoftMaterial;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 use crate::sim::pd::{PdSetup, PdSystem, PointSpring};
+
+use super::solver::{NewtonState, Solver};
 
 /// What must be rebuilt before the next step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,6 +74,8 @@ pub(crate) struct Workspace {
     /// Per free vertex: the friction force (N) of the last step's final friction update, which
     /// the next step's first constrained global step applies (empty: none).
     pub friction: Vec<Vec3>,
+    /// Why this iteration's Newton matrix did not factor, until the step reads it.
+    pub newton_failure: Option<FreezeReason>,
     /// Scratch of the convergence measure ([`super::WorldSettings::measure_residual`]).
     pub residual: super::step::ResidualScratch,
 }
@@ -110,6 +115,9 @@ pub struct SoftBody {
     pub(crate) mesh: Arc<TetMesh>,
     pub(crate) material: SoftMaterial,
     pub(crate) pd: Option<PdSystem>,
+    /// The Newton solver's state, with [`super::Solver::NewtonMprgp`] only (built on the first
+    /// step with it, and again after every edit that rebuilds or refactors the PD system).
+    pub(crate) newton: Option<NewtonState>,
     pub(crate) rebuild: Rebuild,
     pub(crate) x: Vec<Vec3>,
     pub(crate) v: Vec<Vec3>,
@@ -160,6 +168,7 @@ impl SoftBody {
             mesh,
             material,
             pd: None,
+            newton: None,
             rebuild: Rebuild::Full,
             good_x: positions.clone(),
             initial: positions.clone(),
@@ -223,6 +232,45 @@ impl SoftBody {
         }
         self.rebuild = Rebuild::None;
         Ok(true)
+    }
+
+    /// Builds, keeps or drops the Newton solver's state for `solver` (with `model`): built where
+    /// missing or where `rebuilt` (the PD system was just rebuilt or refactored: pins,
+    /// material or time step changed), its model updated in place otherwise.
+    pub(crate) fn ensure_newton(
+        &mut self,
+        solver: Solver,
+        model: FemModel,
+        rebuilt: bool,
+    ) -> Result<(), FreezeReason> {
+        if solver != Solver::NewtonMprgp {
+            self.newton = None;
+            return Ok(());
+        }
+        match &mut self.newton {
+            Some(state) if !rebuilt => {
+                let lame = Lame::of(&self.material);
+                if state.system.model() != (model, lame) {
+                    state.system.set_model(model, lame);
+                }
+            }
+            _ => {
+                let state = NewtonState::new(&self.mesh, &self.material, model, &self.pinned)
+                    .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
+                self.newton = Some(state);
+            }
+        }
+        Ok(())
+    }
+
+    /// The elastic energy (J) of positions `x` under the solver's model: the Newton solver's
+    /// finite-element energy where it runs, else the PD energy (0 before the first step).
+    pub(crate) fn elastic_energy(&self, x: &[Vec3]) -> f64 {
+        match (&self.newton, &self.pd) {
+            (Some(newton), _) => newton.system.elastic_energy_at(x),
+            (None, Some(pd)) => pd.elastic_energy(x),
+            (None, None) => 0.0,
+        }
     }
 
     /// Restores the last good state and freezes the body.

@@ -18,6 +18,7 @@ mod island;
 mod report;
 mod settling;
 mod sleeping;
+mod solver;
 mod step;
 
 use std::sync::Arc;
@@ -31,11 +32,13 @@ pub use body::SoftBody;
 pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
 pub use settling::Settling;
 pub use sleeping::Sleeping;
+pub use solver::{DEFAULT_NEWTON_ITERATIONS, Solver};
 pub use step::ContactPoint;
 pub use step::anderson::MAX_ANDERSON_WINDOW;
 
 use super::contact::{ContactLcp, LcpSettings, Obstacle, ObstacleError};
 use super::embed::EmbeddedPoint;
+use super::fem::FemModel;
 use super::material::{MaterialError, SoftMaterial};
 use super::math::Vec3;
 use super::mesh::TetMesh;
@@ -49,6 +52,16 @@ pub struct WorldSettings {
     pub gravity: Vec3,
     /// Substeps per [`SoftWorld::step`] call. Default: 1.
     pub substeps: usize,
+    /// Which solver advances the bodies (see [`Solver`]). Default: Projective Dynamics.
+    pub solver: Solver,
+    /// The elastic model of [`Solver::NewtonMprgp`] (Projective Dynamics has its own, the
+    /// corotated constraints of [`crate::sim::pd`]). Default: fixed corotated.
+    pub fem_model: FemModel,
+    /// The most Newton iterations per substep with [`Solver::NewtonMprgp`], each a
+    /// factorization of the Newton matrix and a contact QP; the iterations stop earlier on
+    /// [`Self::pd_tolerance`]. The MPRGP paper takes one. Default:
+    /// [`DEFAULT_NEWTON_ITERATIONS`].
+    pub newton_iterations: usize,
     /// The most PD local/global iterations per substep. Default: 10.
     pub pd_iterations: usize,
     /// The PD iterations of an island stop once the relative residual of the implicit step's
@@ -149,6 +162,9 @@ impl Default for WorldSettings {
         Self {
             gravity: Vec3::new(0.0, -9.81, 0.0),
             substeps: 1,
+            solver: Solver::ProjectiveDynamics,
+            fem_model: FemModel::FixedCorotated,
+            newton_iterations: DEFAULT_NEWTON_ITERATIONS,
             pd_iterations: 10,
             pd_tolerance: DEFAULT_PD_TOLERANCE,
             chebyshev_rho: DEFAULT_CHEBYSHEV_RHO,
@@ -225,13 +241,26 @@ pub const MAX_SUBSTEPS: usize = 64;
 /// The most PD iterations per substep accepted by [`WorldSettings::validate`].
 pub const MAX_PD_ITERATIONS: usize = 1000;
 
+/// The most Newton iterations per substep accepted by [`WorldSettings::validate`].
+pub const MAX_NEWTON_ITERATIONS: usize = 100;
+
 impl WorldSettings {
+    /// The most iterations per substep of the chosen solver: [`Self::pd_iterations`] or
+    /// [`Self::newton_iterations`] (at least 1).
+    pub fn iterations(&self) -> usize {
+        match self.solver {
+            Solver::ProjectiveDynamics => self.pd_iterations,
+            Solver::NewtonMprgp => self.newton_iterations,
+        }
+        .max(1)
+    }
+
     /// Checks every value; [`SoftWorld::step`] refuses to run with settings that fail.
     ///
     /// # Errors
     /// [`WorldError::InvalidSetting`] naming the first offending field: a non-finite gravity,
     /// `substeps` outside `1..=`[`MAX_SUBSTEPS`], `pd_iterations` outside
-    /// `1..=`[`MAX_PD_ITERATIONS`], an `anderson_window` over [`MAX_ANDERSON_WINDOW`], an MPRGP tolerance, gamma or iteration cap that is not
+    /// `1..=`[`MAX_PD_ITERATIONS`], `newton_iterations` outside `1..=`[`MAX_NEWTON_ITERATIONS`], an `anderson_window` over [`MAX_ANDERSON_WINDOW`], an MPRGP tolerance, gamma or iteration cap that is not
     /// positive, a negative or non-finite PD tolerance, margin, skin, depth limit, restitution threshold or
     /// depenetration speed, a `max_speed` or `runaway_energy_factor` that is not positive, LCP
     /// tolerances that are negative or not finite, or settling or sleeping values that are
@@ -246,6 +275,9 @@ impl WorldSettings {
         }
         if !(1..=MAX_PD_ITERATIONS).contains(&self.pd_iterations) {
             return bad("pd_iterations", self.pd_iterations as f64);
+        }
+        if !(1..=MAX_NEWTON_ITERATIONS).contains(&self.newton_iterations) {
+            return bad("newton_iterations", self.newton_iterations as f64);
         }
         if self.anderson_window > MAX_ANDERSON_WINDOW {
             return bad("anderson_window", self.anderson_window as f64);
@@ -845,7 +877,7 @@ impl SoftWorld {
     /// [`WorldError::UnknownBody`].
     pub fn elastic_energy(&self, h: BodyHandle) -> Result<f64, WorldError> {
         let b = self.body(h)?;
-        Ok(b.pd.as_ref().map_or(0.0, |pd| pd.elastic_energy(&b.x)))
+        Ok(b.elastic_energy(&b.x))
     }
 
     /// Advances the world by `dt` seconds (in [`WorldSettings::substeps`] equal substeps).

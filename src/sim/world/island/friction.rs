@@ -183,7 +183,8 @@ impl Island {
 
     /// The compliance `u_b' A_b^-1 d_b` (m/N) of each rigidly sliding body of group `gi` (see
     /// [`FrictionGroup::compliance`]), computed by one solve through the body's prefactored
-    /// matrix the first time the group appears in a step and kept for the step's later
+    /// matrix (with the Newton solver: two, along the group's tangents, through the Newton
+    /// matrix's factor of the iteration) the first time the group appears in a step and kept for the step's later
     /// iterations. `d_b` spreads a unit force over the group's carrying contacts in proportion
     /// to their normal forces, then over each contact's vertices by its weights (as pass 3
     /// applies the group's force); `u_b` averages the contacts' displacements as the group's
@@ -229,23 +230,48 @@ impl Island {
                     }
                 }
             }
-            self.compliance_z.clear();
-            self.compliance_z.extend_from_slice(&self.compliance_d);
-            pd.solve_scalar_with(&mut self.compliance_z, &mut self.solve_scratch);
-            let dot = |a: &[f64]| {
-                a.iter()
-                    .zip(&self.compliance_z)
-                    .map(|(a, z)| a * z)
-                    .sum::<f64>()
+            let (mean, own) = match &body.newton {
+                Some(state) => {
+                    // The Newton matrix does not act alike on x, y and z: the response along
+                    // the group's two tangents, averaged.
+                    let n = g.normal.try_normalize(1e-12).unwrap_or_else(Vec3::y);
+                    let (t1, t2) = tangents(&n);
+                    let (mut mean, mut own) = (0.0, 0.0);
+                    for t in [t1, t2] {
+                        self.compliance_z.clear();
+                        self.compliance_z
+                            .extend(self.compliance_d.iter().flat_map(|&d| (d * t).data.0[0]));
+                        state.system.solve_newton_matrix_with(
+                            &mut self.compliance_z,
+                            &mut self.solve_scratch,
+                        );
+                        let along = |a: &[f64]| {
+                            a.iter()
+                                .zip(self.compliance_z.chunks_exact(3))
+                                .map(|(a, z)| a * t.dot(&Vec3::new(z[0], z[1], z[2])))
+                                .sum::<f64>()
+                        };
+                        mean += 0.5 * along(&self.compliance_u);
+                        own += 0.5 * along(&self.compliance_d);
+                    }
+                    (mean, own)
+                }
+                None => {
+                    self.compliance_z.clear();
+                    self.compliance_z.extend_from_slice(&self.compliance_d);
+                    pd.solve_scalar_with(&mut self.compliance_z, &mut self.solve_scratch);
+                    let dot = |a: &[f64]| {
+                        a.iter()
+                            .zip(&self.compliance_z)
+                            .map(|(a, z)| a * z)
+                            .sum::<f64>()
+                    };
+                    (dot(&self.compliance_u), dot(&self.compliance_d))
+                }
             };
             // The mean slip's response; the force's own (`d' A^-1 d > 0`) should contacts that
             // pull apart make it vanish.
-            let mean = dot(&self.compliance_u);
-            out[slot] = if mean > 0.0 {
-                mean
-            } else {
-                dot(&self.compliance_d).max(0.0)
-            };
+            out[slot] = if mean > 0.0 { mean } else { own.max(0.0) };
         }
         self.group_compliance.push((g.key, out));
         out

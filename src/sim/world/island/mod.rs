@@ -29,6 +29,7 @@
 
 mod dual;
 mod friction;
+mod line_search;
 mod redetect;
 mod restitution;
 
@@ -36,9 +37,9 @@ pub(crate) use friction::FrictionMemory;
 
 use std::time::{Duration, Instant};
 
-use super::WorldSettings;
 use super::body::SoftBody;
 use super::report::FreezeReason;
+use super::{Solver, WorldSettings};
 use crate::sim::contact::{
     Contact, EdgeContact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
 };
@@ -384,6 +385,8 @@ pub(crate) struct Island {
     gradient: Vec<Vec3>,
     mprgp: Mprgp,
     forces: ContactForces,
+    /// Scratch of the Newton solver's line search ([`Island::newton_line_search`]).
+    line_search: line_search::LineSearch,
     /// Per member, the scratch and findings of [`Island::redetect`].
     searches: Vec<redetect::MemberSearch>,
     /// The keys of the contacts known before a re-detection, sorted (see
@@ -393,7 +396,8 @@ pub(crate) struct Island {
     known_soft: Vec<(u32, u32, u32)>,
 }
 
-/// The island's `A`: each member's PD matrix on its block of unknowns.
+/// The island's `A`: each member's matrix on its block of unknowns, the PD matrix or, with
+/// the Newton solver, the Newton matrix of the current iteration.
 struct IslandMatrix<'a> {
     bodies: &'a [SoftBody],
     members: &'a [u32],
@@ -401,11 +405,26 @@ struct IslandMatrix<'a> {
     unknowns: usize,
 }
 
+/// One member's block of an [`IslandMatrix`].
+enum MemberMatrix<'a> {
+    /// The PD matrix, alike on x, y and z.
+    Pd(&'a crate::sim::sparse::SymmetricMatrix),
+    /// The Newton matrix over the member's 3-vectors.
+    Newton(crate::sim::fem::constrained::NewtonOperator<'a>),
+}
+
 impl IslandMatrix<'_> {
-    fn blocks(&self) -> impl Iterator<Item = (&crate::sim::pd::PdSystem, usize)> + '_ {
+    /// Each member's matrix, its first unknown and its number of unknowns.
+    fn blocks(&self) -> impl Iterator<Item = (MemberMatrix<'_>, usize, usize)> + '_ {
         self.members.iter().filter_map(|&b| {
-            let pd = self.bodies[b as usize].pd.as_ref()?;
-            Some((pd, self.layout.offset_of[b as usize] as usize))
+            let body = &self.bodies[b as usize];
+            let pd = body.pd.as_ref()?;
+            let matrix = match &body.newton {
+                Some(state) => MemberMatrix::Newton(state.system.operator()),
+                None => MemberMatrix::Pd(pd.matrix()),
+            };
+            let o = self.layout.offset_of[b as usize] as usize;
+            Some((matrix, o, pd.free_vertices().len()))
         })
     }
 }
@@ -415,15 +434,21 @@ impl SpdOperator for IslandMatrix<'_> {
         self.unknowns
     }
     fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        for (pd, o) in self.blocks() {
-            let n = pd.free_vertices().len();
-            pd.matrix().mul_vec3(&x[o..o + n], &mut out[o..o + n]);
+        for (matrix, o, n) in self.blocks() {
+            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
+            match matrix {
+                MemberMatrix::Pd(m) => m.mul_vec3(x, out),
+                MemberMatrix::Newton(m) => m.apply(x, out),
+            }
         }
     }
     fn diagonal(&self, out: &mut [Vec3]) {
-        for (pd, o) in self.blocks() {
-            let n = pd.free_vertices().len();
-            SpdOperator::diagonal(pd.matrix(), &mut out[o..o + n]);
+        for (matrix, o, n) in self.blocks() {
+            let out = &mut out[o..o + n];
+            match matrix {
+                MemberMatrix::Pd(m) => SpdOperator::diagonal(m, out),
+                MemberMatrix::Newton(m) => m.diagonal(out),
+            }
         }
     }
 }
@@ -493,7 +518,7 @@ impl Island {
         self.omega = 1.0;
         self.chebyshev_run = 0;
         self.residual_before = f64::INFINITY;
-        self.iterations = settings.pd_iterations.max(1);
+        self.iterations = settings.iterations();
         self.done = 0;
         self.stats = IslandStats::default();
     }
@@ -918,6 +943,22 @@ impl Island {
         self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
         self.reaction.iter_mut().for_each(|f| *f = Vec3::zeros());
         if self.rows.is_empty() {
+            if settings.solver == Solver::NewtonMprgp
+                && self.newton_line_search(bodies, layout) < 1.0
+            {
+                // A shortened Newton step: all of `A x - b` is left over.
+                let matrix = IslandMatrix {
+                    bodies,
+                    members: &self.members,
+                    layout,
+                    unknowns: self.unknowns,
+                };
+                self.gradient.resize(self.unknowns, Vec3::zeros());
+                matrix.apply(&self.x, &mut self.gradient);
+                for (k, (g, b)) in self.kkt.iter_mut().zip(self.gradient.iter().zip(&self.b)) {
+                    *k = g - b;
+                }
+            }
             // Nothing touches: no contact force, so no friction either.
             self.audit_forces.clear();
             self.friction.iter_mut().for_each(|f| *f = Vec3::zeros());
@@ -930,7 +971,10 @@ impl Island {
             self.stats.mprgp_time += t.elapsed();
             return Ok(());
         }
-        let subspace = if settings.contact_subspace {
+        // The subspace's columns are of the PD matrix: the Newton solver's matrix changes
+        // every iteration.
+        let subspace = if settings.contact_subspace && settings.solver == Solver::ProjectiveDynamics
+        {
             self.solve_in_contact_subspace(bodies, layout)
         } else {
             None
@@ -956,9 +1000,30 @@ impl Island {
                     .extend(row.entries().map(|(u, c)| (u as u32, l * c)));
             }
         }
+        let alpha = if settings.solver == Solver::NewtonMprgp {
+            self.newton_line_search(bodies, layout)
+        } else {
+            1.0
+        };
         if subspace.is_some() {
             // Solved exactly: no stationarity error left.
             self.kkt.iter_mut().for_each(|k| *k = Vec3::zeros());
+        } else if alpha < 1.0 {
+            // A shortened Newton step: what is left at the point taken, `A x - b_qp - J' lambda`.
+            let matrix = IslandMatrix {
+                bodies,
+                members: &self.members,
+                layout,
+                unknowns: self.unknowns,
+            };
+            matrix.apply(&self.x, &mut self.gradient);
+            for (k, ((g, b), f)) in self
+                .kkt
+                .iter_mut()
+                .zip(self.gradient.iter().zip(&self.b_qp).zip(&self.force))
+            {
+                *k = g - b - f;
+            }
         } else {
             for (k, (g, f)) in self
                 .kkt
@@ -1056,9 +1121,12 @@ impl Island {
             rows: &self.rows,
         };
         // About the inertial prediction, so that the QP's tolerance is relative to the forces
-        // that move the bodies, not to where they are (see `Mprgp::solve_about`). The matrix
-        // and the prediction are the same for every QP of the step: `A y` and the estimate of
-        // `||A||` come from its first.
+        // that move the bodies, not to where they are (see `Mprgp::solve_about`). The PD
+        // matrix and the prediction are the same for every QP of the step: `A y` and the
+        // estimate of `||A||` come from its first (the Newton matrix changes every iteration).
+        if settings.solver == Solver::NewtonMprgp {
+            self.step_products = false;
+        }
         if !self.step_products {
             matrix.apply(&self.anchor, &mut self.a_anchor);
         }

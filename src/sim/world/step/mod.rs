@@ -52,6 +52,7 @@ use rayon::prelude::*;
 
 pub(crate) mod anderson;
 mod guard;
+mod newton;
 mod residual;
 mod respond;
 
@@ -59,12 +60,12 @@ pub(crate) use residual::ResidualScratch;
 
 pub use respond::ContactPoint;
 
-use super::WorldSettings;
 use super::audit::{EnergyAudit, gravitational, kinetic};
 use super::body::SoftBody;
 use super::island::{FrictionMemory, Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use super::sleeping::{SleepState, fall_asleep, wake_touched};
+use super::{Solver, WorldSettings};
 use crate::sim::contact::{
     BodyBvh, ContactLcp, EdgeContact, LcpStats, Obstacle, OverlapScratch, SoftContact, SoftSurface,
     detect_contacts_swept, detect_deep_overlap, detect_edge_contacts, detect_soft_contacts,
@@ -234,6 +235,10 @@ enum AuditMark {
 /// the contact LCP (which change kinetic energy only).
 fn audit_velocity_phase(bodies: &mut [SoftBody], settings: &WorldSettings, mark: AuditMark) {
     bodies.par_iter_mut().for_each(|b| {
+        let elastic = match mark {
+            AuditMark::Solved => b.elastic_energy(&b.x),
+            _ => 0.0,
+        };
         let SoftBody {
             pd,
             x,
@@ -249,8 +254,7 @@ fn audit_velocity_phase(bodies: &mut [SoftBody], settings: &WorldSettings, mark:
         let ke = kinetic(pd.masses(), v);
         match mark {
             AuditMark::Solved => {
-                let end =
-                    ke + gravitational(pd.masses(), x, &settings.gravity) + pd.elastic_energy(x);
+                let end = ke + gravitational(pd.masses(), x, &settings.gravity) + elastic;
                 audit.solve = end - audit.start;
                 audit.restitution = -ke;
             }
@@ -296,24 +300,40 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         return;
     }
     let t = Instant::now();
-    match body.ensure_system(h) {
-        Ok(true) => {
-            body.last_refactor = Some(t.elapsed());
-            let n = body.free_count();
-            body.ws.columns.reset(n, COLUMN_MEMORY_BYTES);
-        }
-        Ok(false) => {}
+    let rebuilt = match body.ensure_system(h) {
+        Ok(rebuilt) => rebuilt,
         Err(reason) => {
             body.freeze(reason);
             body.last_step.1 = body.frozen.clone();
             return;
         }
+    };
+    if rebuilt {
+        let n = body.free_count();
+        body.ws.columns.reset(n, COLUMN_MEMORY_BYTES);
     }
+    if let Err(reason) = body.ensure_newton(settings.solver, settings.fem_model, rebuilt) {
+        body.freeze(reason);
+        body.last_step.1 = body.frozen.clone();
+        return;
+    }
+    if rebuilt {
+        body.last_refactor = Some(t.elapsed());
+    }
+    if let Some(newton) = &mut body.newton {
+        newton.factored = false;
+    }
+    let elastic = if settings.energy_audit {
+        body.elastic_energy(&body.x)
+    } else {
+        0.0
+    };
     let stats = &mut body.last_step.0;
     stats.timings.refactor = t.elapsed();
     let t = Instant::now();
     let SoftBody {
         pd,
+        newton,
         x,
         v,
         pinned,
@@ -328,7 +348,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     if settings.energy_audit {
         let m = pd.masses();
         stats.energy = Some(EnergyAudit {
-            start: kinetic(m, v) + gravitational(m, x, &settings.gravity) + pd.elastic_energy(x),
+            start: kinetic(m, v) + gravitational(m, x, &settings.gravity) + elastic,
             ..Default::default()
         });
     }
@@ -351,12 +371,19 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     // start, but a truncated iteration does, and from `y` a body at rest ends each step short
     // of its equilibrium by what the iterations leave of the `h^2 g` they start away from it
     // (a pinned beam's sag 5.4 % short at 10 iterations; `tests/sim_newton.rs`). From `x + h v`
-    // an equilibrium at rest is the iterations' fixed point.
+    // an equilibrium at rest is the iterations' fixed point. Newton's iterations start from
+    // `x` itself, the last step's state, as the MPRGP paper linearises at it (eq. 5): where the
+    // velocity response left the velocities far from rigid (a stiff, nearly incompressible
+    // block whose bottom the contact stopped while its top still falls), `x + h v` crushes
+    // the elements (a 1e8 Pa, nu = 0.49 cube landing at 3 m/s: 4e6 J of elastic energy there,
+    // which eight Newton iterations did not resolve and which launched the cube 8 m up; from
+    // `x` it lands).
+    let advance = if newton.is_some() { 0.0 } else { h };
     for i in 0..n {
         if pinned[i] {
             x[i] = targets[i];
         } else {
-            x[i] += h * v[i];
+            x[i] += advance * v[i];
         }
     }
     ws.contributions.resize(pd.tet_count(), [Vec3::zeros(); 4]);
@@ -583,7 +610,7 @@ fn iterate(
         island_of,
         offset_of,
     };
-    let limit = settings.pd_iterations.max(1) + EXTRA_ITERATIONS;
+    let limit = settings.iterations() + EXTRA_ITERATIONS;
     while islands.iter().any(Island::active) {
         // Local steps and right-hand sides, per body, with the residual of the iterate.
         {
@@ -595,9 +622,14 @@ fn iterate(
                 }
                 let island = &islands[id as usize];
                 let o = offset_of[i] as usize;
-                local_and_rhs(b, &island.kkt[o..], island.done == 0, settings);
-                if settings.contact_subspace {
-                    cache_columns(b, i as u32, &island.contacts);
+                let first = island.done == 0;
+                if b.newton.is_some() {
+                    newton::gradient_and_residual(b, &island.kkt[o..], first, settings);
+                } else {
+                    local_and_rhs(b, &island.kkt[o..], first, settings);
+                    if settings.contact_subspace {
+                        cache_columns(b, i as u32, &island.contacts);
+                    }
                 }
             });
         }
@@ -607,7 +639,10 @@ fn iterate(
                 island.check_convergence(bodies, settings);
             }
         }
-        if settings.anderson_window > 0 {
+        if settings.solver == Solver::NewtonMprgp {
+            // Newton iterations are not extrapolated (their right-hand sides are recorded
+            // when formed, `newton::factor_and_rhs`).
+        } else if settings.anderson_window > 0 {
             accelerate_anderson(bodies, islands, island_of, settings.anderson_window);
         } else {
             // Chebyshev extrapolation of the right-hand sides, per island and body.
@@ -634,8 +669,23 @@ fn iterate(
                     true => &island.force[o..],
                     false => &island.applied[o..],
                 };
-                unconstrained_solve(b, force);
+                if b.newton.is_some() {
+                    match newton::factor_and_rhs(b) {
+                        Ok(()) => newton::unconstrained_solve(b, force),
+                        Err(reason) => b.ws.newton_failure = Some(reason),
+                    }
+                } else {
+                    unconstrained_solve(b, force);
+                }
             });
+        }
+        // A Newton matrix that did not factor fails its island (its bodies freeze).
+        for (i, b) in bodies.iter_mut().enumerate() {
+            if let Some(reason) = b.ws.newton_failure.take() {
+                let id = island_of[i] as usize;
+                failures[id] = Some(reason);
+                islands[id].done = islands[id].iterations;
+            }
         }
         // Constrained global steps, per island.
         {

@@ -71,6 +71,12 @@ pub(crate) fn scale2(
     norm(gradient).powi(2).max(weight2(pd, gravity))
 }
 
+/// The squared residual scale `max(||g||, ||M g||)^2` (N^2) of a step whose first iterate has
+/// the gradient `gradient` (free vertices).
+pub(crate) fn scale2_of_gradient(pd: &PdSystem, gradient: &[Vec3], gravity: &Vec3) -> f64 {
+    norm(gradient).powi(2).max(weight2(pd, gravity))
+}
+
 /// `||M g||^2` over the free vertices (N^2).
 fn weight2(pd: &PdSystem, gravity: &Vec3) -> f64 {
     let m = pd.masses();
@@ -91,14 +97,27 @@ pub(crate) fn iterate_residual2(kkt: &[Vec3], b_prev: &[Vec3], b: &[Vec3]) -> f6
         .sum()
 }
 
-/// `grad Phi` at the body's current positions into `scratch.gradient`.
+/// `grad Phi` at the body's current positions into `scratch.gradient`: the PD objective's, or
+/// with the Newton solver the finite-element one's.
 fn gradient(body: &mut SoftBody) -> bool {
     let SoftBody {
-        pd, x, targets, ws, ..
+        pd,
+        newton,
+        x,
+        targets,
+        ws,
+        ..
     } = body;
     let Some(pd) = pd.as_ref() else { return false };
     let scratch = &mut ws.residual;
     let n = pd.free_vertices().len();
+    if let Some(state) = newton {
+        scratch.gradient.resize(n, Vec3::zeros());
+        state.system.evaluate_elements(x);
+        pd.outer_gradient(x, &ws.y, targets, &mut scratch.gradient);
+        state.system.add_elastic_gradient(&mut scratch.gradient);
+        return true;
+    }
     scratch.x.clear();
     scratch
         .x

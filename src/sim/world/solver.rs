@@ -1,0 +1,102 @@
+//! The choice of solver, and the state a body keeps for the Newton solver.
+//!
+//! **Projective Dynamics** (the default, [`crate::sim::pd`]) minimises each implicit Euler
+//! step's objective by alternating local projections with solves through one constant,
+//! prefactored matrix per body: cheap iterations, many of them, and a material that looks
+//! softer than it is where they are cut short (stiff bodies, `E >= 1e6` Pa).
+//!
+//! **Newton-MPRGP** (`../shared/papers/mprgp-collision-qp.txt`, eq. 4-8) linearises the
+//! finite-element elastic forces ([`crate::sim::fem`]) at each iterate: the Newton matrix
+//! `M/h^2 + K(x)` (element Hessians projected to positive semi-definite, plus the attachments'
+//! and the grab spring's stiffness) is assembled and factored every iteration, and the step
+//! with its contact rows is the paper's QP, solved by MPRGP on the island's Newton matrices.
+//! The paper takes one Newton step per time step ([`super::WorldSettings::newton_iterations`]
+//! = 1); more iterations, stopped on [`super::WorldSettings::pd_tolerance`], converge to the
+//! implicit step's solution quadratically where no contact changes.
+//!
+//! Everything else in the step is shared: contact detection, islands, the decoupled rows,
+//! friction inside the implicit step, restitution, the velocity LCP, settling, sleeping and the
+//! guard. Deviations from the paper:
+//! - no line search: a world step's iterate is the QP's solution, as in the paper; the Newton
+//!   system's own [`crate::sim::fem::NewtonSystem::solve`] has one for the unconstrained case;
+//! - the friction update's compliance and the restitution response still go through the PD
+//!   system's prefactored matrix (the body's rest stiffness), not the current Newton matrix:
+//!   both only set how far each update moves (the friction's fixed point is zero slip either
+//!   way), and the PD factor is already there, while the Newton factor changes every iteration;
+//! - the contact QPs are not solved in the contact subspace (its cached `A^-1` columns belong
+//!   to a constant matrix), always by MPRGP;
+//! - strain limits ([`crate::sim::StrainLimits`]) are PD constraints: the Newton solver does not
+//!   apply them.
+
+use crate::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSystem};
+use crate::sim::math::Vec3;
+use crate::sim::mesh::TetMesh;
+use crate::sim::sparse::FactorError;
+
+use crate::sim::material::SoftMaterial;
+
+/// The solver of a [`super::SoftWorld`] (see the module docs of `sim::world::solver` for the
+/// trade-offs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Solver {
+    /// Projective Dynamics: a constant prefactored matrix per body, up to
+    /// [`super::WorldSettings::pd_iterations`] local/global iterations per step.
+    #[default]
+    ProjectiveDynamics,
+    /// Newton's method on the finite-element energy ([`super::WorldSettings::fem_model`]),
+    /// each iteration's contact QP solved by MPRGP (the MPRGP paper's solver): up to
+    /// [`super::WorldSettings::newton_iterations`] factorizations per step.
+    NewtonMprgp,
+}
+
+/// The default [`super::WorldSettings::newton_iterations`]: 1, the MPRGP paper's one Newton
+/// step per time step.
+pub const DEFAULT_NEWTON_ITERATIONS: usize = 1;
+
+/// What a body keeps for the Newton solver: its finite-element system and the buffers of an
+/// iteration (per free vertex).
+#[derive(Debug)]
+pub(crate) struct NewtonState {
+    /// Energy, forces and the Newton matrix with its factor.
+    pub system: NewtonSystem,
+    /// The gradient of the step's objective at the iterate (N).
+    pub gradient: Vec<Vec3>,
+    /// The free vertices' positions at the iterate (m).
+    pub x_free: Vec<Vec3>,
+    /// The outer terms' diagonal (N/m), then scratch of products.
+    pub diagonal: Vec<f64>,
+    /// Scratch: a product with the Newton matrix (N).
+    pub product: Vec<Vec3>,
+    /// Whether the Newton matrix holds a factor of this step (the residual of an iterate
+    /// needs the previous iteration's matrix).
+    pub factored: bool,
+}
+
+impl NewtonState {
+    /// The state of a body of mesh `mesh` and `material`, with `pinned` vertices.
+    pub fn new(
+        mesh: &TetMesh,
+        material: &SoftMaterial,
+        model: FemModel,
+        pinned: &[bool],
+    ) -> Result<Self, FactorError> {
+        let system = NewtonSystem::new(
+            mesh,
+            NewtonSetup {
+                model,
+                lame: Lame::of(material),
+                density: material.density,
+                pinned,
+            },
+        )?;
+        let n = system.free_vertices().len();
+        Ok(Self {
+            system,
+            gradient: vec![Vec3::zeros(); n],
+            x_free: vec![Vec3::zeros(); n],
+            diagonal: vec![0.0; n],
+            product: vec![Vec3::zeros(); n],
+            factored: false,
+        })
+    }
+}

@@ -1,8 +1,9 @@
-//! The Newton solver's core (`bevy_deformable::sim::fem`) on its own, without the world: one
-//! Newton step of implicit Euler per frame with its contact QP solved by MPRGP (the MPRGP
-//! paper's time step), and the static cantilever against Euler-Bernoulli beam theory.
+//! The Newton solver: its core (`bevy_deformable::sim::fem`) on its own, without the world (one
+//! Newton step of implicit Euler per frame with its contact QP solved by MPRGP, the MPRGP
+//! paper's time step), the static cantilever against Euler-Bernoulli beam theory, and the two
+//! solvers of `SoftWorld` (`Solver::ProjectiveDynamics`, `Solver::NewtonMprgp`) on the same drop.
 //!
-//! `cargo bench --bench newton` prints both tables and writes `target/bench/newton.json`.
+//! `cargo bench --bench newton` prints the tables and writes `target/bench/newton.json`.
 
 use std::time::Instant;
 
@@ -12,7 +13,11 @@ use bevy_deformable::sim::fem::{
 };
 use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::MprgpSettings;
-use bevy_deformable::sim::{SoftMaterial, TetMesh, Vec3};
+use std::sync::Arc;
+
+use bevy_deformable::sim::{
+    Obstacle, Sleeping, SoftMaterial, SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
+};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -131,6 +136,80 @@ fn cantilever(model: FemModel, e: f64, resolution: usize) -> BeamResult {
     }
 }
 
+struct WorldResult {
+    solver: Solver,
+    e: f64,
+    ms_median: f64,
+    iterations: f64,
+    mprgp_per_step: f64,
+    residual_median: f64,
+    deepest: f64,
+    final_speed: f64,
+}
+
+/// The 1 m cube of [`drop_cube`] (1,000 vertices, nu 0.4, friction 0.5) dropped from 2 cm onto
+/// a floor in a `SoftWorld` with `solver` and otherwise default settings (sleeping off), for
+/// `STEPS` steps: timed once without the residual measure, then run again with it (the
+/// measure costs extra evaluations) for the steps' relative residuals.
+fn world_drop(solver: Solver, e: f64) -> WorldResult {
+    let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.5), 9));
+    let run = |measure: bool| {
+        let mut world = SoftWorld::new(WorldSettings {
+            solver,
+            sleeping: Sleeping::OFF,
+            measure_residual: measure,
+            ..WorldSettings::default()
+        });
+        let material = SoftMaterial::RUBBER
+            .with_youngs_modulus(e)
+            .with_poisson_ratio(0.4)
+            .with_friction(0.5);
+        let body = world
+            .add_body(mesh.clone(), material, Vec3::new(0.0, 0.52, 0.0))
+            .expect("valid body");
+        world
+            .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("unit normal"))
+            .expect("valid obstacle");
+        let mut reports = Vec::new();
+        let mut deepest = 0.0f64;
+        for _ in 0..STEPS {
+            let report = world.step(H).expect("valid settings");
+            assert!(
+                report.frozen.is_empty(),
+                "{solver:?} {e:e}: {:?}",
+                report.frozen
+            );
+            let x = world.positions(body).expect("live body");
+            deepest = deepest.max(-x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min));
+            reports.push(report);
+        }
+        let speed = world
+            .velocities(body)
+            .expect("live body")
+            .iter()
+            .map(|u| u.norm())
+            .fold(0.0, f64::max);
+        (reports, deepest, speed)
+    };
+    let (timed, deepest, final_speed) = run(false);
+    let (measured, _, _) = run(true);
+    let mut times: Vec<f64> = timed.iter().map(|r| r.wall.as_secs_f64() * 1e3).collect();
+    times.sort_by(f64::total_cmp);
+    let mut residuals: Vec<f64> = measured.iter().filter_map(|r| r.residual).collect();
+    residuals.sort_by(f64::total_cmp);
+    let n = timed.len() as f64;
+    WorldResult {
+        solver,
+        e,
+        ms_median: times[times.len() / 2],
+        iterations: timed.iter().map(|r| r.pd_iterations as f64).sum::<f64>() / n,
+        mprgp_per_step: timed.iter().map(|r| r.mprgp_iterations as f64).sum::<f64>() / n,
+        residual_median: residuals[residuals.len() / 2],
+        deepest,
+        final_speed,
+    }
+}
+
 fn main() {
     let drops = [
         drop_cube("cube_1k rubber (2e5 Pa)", FemModel::FixedCorotated, 2e5),
@@ -174,6 +253,30 @@ fn main() {
     println!(
         "(at 1e6 Pa the beam sags 74 % of its length: beam theory, a small-deflection theory, does not apply there)"
     );
+    println!(
+        "\nThe world's two solvers, default settings, the same cube dropped 2 cm onto a floor (nu 0.4, friction 0.5), {STEPS} steps:"
+    );
+    println!(
+        "solver               E (Pa)  ms/step (median)  iterations/step  MPRGP its/step  residual (median)  deepest (m)  speed at end (m/s)"
+    );
+    let mut worlds = Vec::new();
+    for e in [2e5, 1e7] {
+        for solver in [Solver::ProjectiveDynamics, Solver::NewtonMprgp] {
+            let w = world_drop(solver, e);
+            println!(
+                "{:<19} {:>7.0e}  {:>16.2}  {:>15.2}  {:>14.1}  {:>17.1e}  {:>11.1e}  {:>18.1e}",
+                format!("{:?}", w.solver),
+                w.e,
+                w.ms_median,
+                w.iterations,
+                w.mprgp_per_step,
+                w.residual_median,
+                w.deepest,
+                w.final_speed
+            );
+            worlds.push(w);
+        }
+    }
     let drop_json: Vec<String> = drops
         .iter()
         .map(|d| {
@@ -192,10 +295,20 @@ fn main() {
             )
         })
         .collect();
+    let world_json: Vec<String> = worlds
+        .iter()
+        .map(|w| {
+            format!(
+                "{{\"solver\": \"{:?}\", \"youngs_modulus\": {:e}, \"ms_per_step\": {:.4}, \"iterations\": {:.2}, \"mprgp_iterations\": {:.2}, \"residual\": {:.3e}, \"deepest_m\": {:.3e}, \"final_speed\": {:.3e}}}",
+                w.solver, w.e, w.ms_median, w.iterations, w.mprgp_per_step, w.residual_median, w.deepest, w.final_speed
+            )
+        })
+        .collect();
     let json = format!(
-        "{{\"drop\": [{}], \"cantilever\": [{}]}}\n",
+        "{{\"drop\": [{}], \"cantilever\": [{}], \"world\": [{}]}}\n",
         drop_json.join(", "),
-        beam_json.join(", ")
+        beam_json.join(", "),
+        world_json.join(", ")
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join("newton.json"), &json))

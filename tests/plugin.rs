@@ -345,6 +345,41 @@ fn a_resting_body_sleeps_is_drawn_still_and_wakes_on_a_material_edit() {
     assert!(top(&drawn(&app, body)) < top(&still) - 0.005);
 }
 
+/// Switching `DeformableConfig::solver` mid-run moves the world to the Newton solver and back;
+/// the body keeps falling and resting on the floor throughout, and the two solvers' runs differ.
+#[test]
+fn the_solver_switches_live_from_the_config() {
+    let run = |switch: bool| {
+        let mut app = app();
+        let body = app
+            .world_mut()
+            .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
+            .id();
+        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        for step in 0..60 {
+            if switch && step == 10 {
+                app.world_mut().resource_mut::<DeformableConfig>().solver =
+                    SolverChoice::NewtonMprgp;
+            }
+            if switch && step == 50 {
+                app.world_mut().resource_mut::<DeformableConfig>().solver =
+                    SolverChoice::ProjectiveDynamics;
+            }
+            app.update();
+            let expected = if switch && (10..50).contains(&step) {
+                sim::Solver::NewtonMprgp
+            } else {
+                sim::Solver::ProjectiveDynamics
+            };
+            let world = app.world().resource::<DeformableWorld>().world();
+            assert_eq!(world.settings().solver, expected, "step {step}");
+            assert!(lowest(&positions(&app, body)) > -1e-3, "step {step}");
+        }
+        positions(&app, body)
+    };
+    assert_ne!(run(false), run(true));
+}
+
 #[test]
 fn a_material_edit_changes_the_next_steps() {
     let run = |edit: bool| {

@@ -1,7 +1,8 @@
 //! [`SoftWorld`]: soft bodies, obstacles, and the time step that advances them.
 //!
 //! Each body owns its Projective Dynamics system (one sparse Cholesky factor per body, built on
-//! its first step and refactored only after an edit) and its scratch space. Bodies touch each
+//! its first step and refactored only after an edit), with [`Solver::NewtonMprgp`] also its
+//! finite-element Newton system (`solver`), and its scratch space. Bodies touch each
 //! other through soft-soft contacts: bodies in contact form an *island* whose constrained global
 //! steps are one QP (`island`); islands and bodies are advanced in parallel (rayon), in a fixed
 //! order, with sequential arithmetic inside each body and island, so results are bit-identical

@@ -8,8 +8,8 @@
 //! **Newton-MPRGP** (`../shared/papers/mprgp-collision-qp.txt`, eq. 4-8) linearises the
 //! finite-element elastic forces ([`crate::sim::fem`]) at each iterate: the Newton matrix
 //! `M/h^2 + K(x)` (element Hessians projected to positive semi-definite, plus the attachments'
-//! and the grab spring's stiffness) is assembled and factored every iteration, and the step
-//! with its contact rows is the paper's QP, solved by MPRGP on the island's Newton matrices.
+//! and the grab spring's stiffness) is assembled every iteration, and the step with its contact
+//! rows is the paper's QP, solved by MPRGP on the island's Newton matrices.
 //! The paper takes one Newton step per time step ([`super::WorldSettings::newton_iterations`]
 //! = 1); more iterations, stopped on [`super::WorldSettings::pd_tolerance`], converge to the
 //! implicit step's solution quadratically where no contact changes.
@@ -17,12 +17,19 @@
 //! Everything else in the step is shared: contact detection, islands, the decoupled rows,
 //! friction inside the implicit step, restitution, the velocity LCP, settling, sleeping and the
 //! guard. Deviations from the paper:
-//! - no line search: a world step's iterate is the QP's solution, as in the paper; the Newton
-//!   system's own [`crate::sim::fem::NewtonSystem::solve`] has one for the unconstrained case;
-//! - the friction update's compliance and the restitution response still go through the PD
-//!   system's prefactored matrix (the body's rest stiffness), not the current Newton matrix:
-//!   both only set how far each update moves (the friction's fixed point is zero slip either
-//!   way), and the PD factor is already there, while the Newton factor changes every iteration;
+//! - the friction update's compliance goes through the body's Newton factor along the friction
+//!   group's two tangents (averaged): the Newton matrix does not act alike on x, y and z, and
+//!   the PD matrix's compliance, which counts the volume stiffness `lambda` in every direction,
+//!   underestimated the Newton system's shear compliance by about `(2 mu + lambda) / mu` (6x at
+//!   nu = 0.4): the friction updates overshot and a 2e5 Pa cube at rest on the floor rocked
+//!   at 0.15 m/s, the friction doing +0.78 J of work per step (energy audit);
+//! - the restitution response still goes through the PD system's prefactored matrix (the
+//!   body's rest stiffness), not the current Newton matrix;
+//! - the iterations start from the last state `x`, where eq. 6-7 linearise, not from `x + h v` as
+//!   PD's (see the step's `prepare`), and each iteration's step is backtracked on a merit
+//!   function (`island::line_search`);
+//! - the unconstrained solve corrects against a standing factor of an earlier Newton matrix and
+//!   refactors only where the corrections stall (the step's `newton` module);
 //! - the contact QPs are not solved in the contact subspace (its cached `A^-1` columns belong
 //!   to a constant matrix), always by MPRGP;
 //! - strain limits ([`crate::sim::StrainLimits`]) are PD constraints: the Newton solver does not
@@ -67,9 +74,12 @@ pub(crate) struct NewtonState {
     pub diagonal: Vec<f64>,
     /// Scratch: a product with the Newton matrix (N).
     pub product: Vec<Vec3>,
-    /// Whether the Newton matrix holds a factor of this step (the residual of an iterate
-    /// needs the previous iteration's matrix).
-    pub factored: bool,
+    /// Whether the Newton matrix was assembled in this step (the residual of an iterate needs
+    /// the previous iteration's matrix).
+    pub assembled: bool,
+    /// Whether the factor holds a factorization of some earlier Newton matrix, which the
+    /// unconstrained solves correct against (see the step's `newton` module).
+    pub factor_ready: bool,
 }
 
 impl NewtonState {
@@ -96,7 +106,8 @@ impl NewtonState {
             x_free: vec![Vec3::zeros(); n],
             diagonal: vec![0.0; n],
             product: vec![Vec3::zeros(); n],
-            factored: false,
+            assembled: false,
+            factor_ready: false,
         })
     }
 }

@@ -1016,6 +1016,7 @@ impl Island {
                 layout,
                 unknowns: self.unknowns,
             };
+            self.gradient.resize(self.unknowns, Vec3::zeros());
             matrix.apply(&self.x, &mut self.gradient);
             for (k, ((g, b), f)) in self
                 .kkt

@@ -22,7 +22,11 @@
 //!    at most [`WorldSettings::max_depenetration_speed`] times `h` per step, so that it
 //!    separates over several steps instead of being launched. With
 //!    [`WorldSettings::anderson_window`] set, Anderson acceleration ([`anderson`]) combines the
-//!    right-hand sides instead of the Chebyshev weights.
+//!    right-hand sides instead of the Chebyshev weights. With [`Solver::NewtonMprgp`] each
+//!    iteration is a Newton iteration instead ([`newton`], `super::solver`): the gradient and
+//!    residual at the iterate, then the Newton matrix and the step `b = H x - g` in the places
+//!    of the local step and the right-hand side, the island's QP on the Newton matrices, and a
+//!    line search on the island's step; no extrapolation.
 //! 5. **Respond** (world): velocities `v = (x - x_start) / h`, then the velocity-level contact
 //!    LCP of every contact that touches at the end — Signorini and Coulomb friction, region by
 //!    region ([`crate::sim::contact::lcp`]), the position-level normal impulse `lambda h` of the
@@ -321,7 +325,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
         body.last_refactor = Some(t.elapsed());
     }
     if let Some(newton) = &mut body.newton {
-        newton.factored = false;
+        newton.assembled = false;
     }
     let elastic = if settings.energy_audit {
         body.elastic_energy(&body.x)
@@ -372,7 +376,7 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     // of its equilibrium by what the iterations leave of the `h^2 g` they start away from it
     // (a pinned beam's sag 5.4 % short at 10 iterations; `tests/sim_newton.rs`). From `x + h v`
     // an equilibrium at rest is the iterations' fixed point. Newton's iterations start from
-    // `x` itself, the last step's state, as the MPRGP paper linearises at it (eq. 5): where the
+    // `x` itself, the last step's state, where the MPRGP paper linearises (eq. 6-7): where the
     // velocity response left the velocities far from rigid (a stiff, nearly incompressible
     // block whose bottom the contact stopped while its top still falls), `x + h v` crushes
     // the elements (a 1e8 Pa, nu = 0.49 cube landing at 3 m/s: 4e6 J of elastic energy there,
@@ -670,9 +674,9 @@ fn iterate(
                     false => &island.applied[o..],
                 };
                 if b.newton.is_some() {
-                    match newton::factor_and_rhs(b) {
-                        Ok(()) => newton::unconstrained_solve(b, force),
-                        Err(reason) => b.ws.newton_failure = Some(reason),
+                    newton::assemble_and_rhs(b);
+                    if let Err(reason) = newton::unconstrained_solve(b, force) {
+                        b.ws.newton_failure = Some(reason);
                     }
                 } else {
                     unconstrained_solve(b, force);

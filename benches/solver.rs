@@ -5,17 +5,20 @@
 //! `cargo bench --bench solver -- --quick` skips the 10K and 40K cubes.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bevy_deformable::sim::contact::{RowDecoupler, RowSource, RowSpec, RowTerm, detect_contacts};
 use bevy_deformable::sim::pd::{PdSetup, PdSystem};
 use bevy_deformable::sim::qp::ConstraintRow;
-use bevy_deformable::sim::qp::mprgp::{Mprgp, MprgpSettings};
-use bevy_deformable::sim::qp::pgs::{DualPgs, PgsSettings};
-use bevy_deformable::sim::qp::{QpProblem, kkt_residual};
 use bevy_deformable::sim::{
     Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
+
+#[path = "common/qp_race.rs"]
+mod qp_race;
+#[path = "common/timing.rs"]
+mod timing;
+use qp_race::{print_race, race};
+use timing::{median, ms};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -38,15 +41,6 @@ struct SceneResult {
     /// its own).
     residual_plain10: f64,
     first_step_ms: f64,
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// A world with `mesh` 2 cm above the floor, stepped with `settings` (sleeping off: a body at
@@ -259,38 +253,6 @@ fn record_qp(resolution: usize) -> RecordedQp {
     RecordedQp { pd, b, rows }
 }
 
-/// Smallest cap (iterations or sweeps) whose result reaches `target`, by geometric search then
-/// bisection; returns the median time of `repeats` runs at that cap.
-fn time_to_residual(
-    mut run: impl FnMut(usize) -> (f64, Duration),
-    target: f64,
-    max_cap: usize,
-) -> Option<(usize, f64)> {
-    let mut lo = 0usize;
-    let mut hi = 1usize;
-    loop {
-        let (r, _) = run(hi);
-        if r <= target {
-            break;
-        }
-        lo = hi;
-        if hi >= max_cap {
-            return None;
-        }
-        hi = (hi * 3).div_ceil(2).max(hi + 1).min(max_cap);
-    }
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if run(mid).0 <= target {
-            hi = mid
-        } else {
-            lo = mid
-        }
-    }
-    let mut times: Vec<f64> = (0..7).map(|_| ms(run(hi).1)).collect();
-    Some((hi, median(&mut times)))
-}
-
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let mut scenes = Vec::new();
@@ -381,79 +343,15 @@ fn main() {
     let rows = qp.rows.clone();
     let b = qp.b.clone();
     let n = b.len();
-    let mut mprgp = Mprgp::new(MprgpSettings::default());
-    let mut pgs = DualPgs::new(PgsSettings::default());
-    let mut table = Vec::new();
-    for target in [1e-2, 1e-4] {
-        // Both start from the unconstrained solution x_u = A^-1 b (PGS: lambda = 0).
-        let mprgp_result = time_to_residual(
-            |cap| {
-                let t = Instant::now();
-                let mut x = b.clone();
-                qp.pd.solve_in_place(&mut x);
-                mprgp.settings = MprgpSettings {
-                    tolerance: 0.0,
-                    max_iterations: cap,
-                    ..MprgpSettings::default()
-                };
-                let problem = QpProblem {
-                    a: &qp.pd,
-                    b: &b,
-                    rows: &rows,
-                };
-                mprgp.solve(&problem, &mut x).expect("valid QP");
-                let d = t.elapsed();
-                (kkt_residual(&problem, &x).relative, d)
-            },
-            target,
-            100_000,
-        );
-        let pgs_result = time_to_residual(
-            |cap| {
-                let t = Instant::now();
-                let mut x = vec![Vec3::zeros(); n];
-                let problem = QpProblem {
-                    a: &qp.pd,
-                    b: &b,
-                    rows: &rows,
-                };
-                pgs.setup(&problem, &mut solver).expect("valid QP");
-                pgs.sweep(cap);
-                pgs.primal(&problem, &mut solver, &mut x);
-                let d = t.elapsed();
-                (kkt_residual(&problem, &x).relative, d)
-            },
-            target,
-            200_000,
-        );
-        table.push((target, mprgp_result, pgs_result));
-    }
-    println!(
-        "\nContact QP of a {}-vertex cube on the floor ({} constraints), time to a relative KKT residual:",
-        n,
-        rows.len()
+    let table = race(&mut qp.pd, &mut solver, &b, &rows, &[1e-2, 1e-4]);
+    print_race(
+        &format!(
+            "Contact QP of a {}-vertex cube on the floor ({} constraints), time to a relative KKT residual:",
+            n,
+            rows.len()
+        ),
+        &table,
     );
-    println!(
-        "{:>9} {:>16} {:>16} {:>9}",
-        "residual", "MPRGP ms (its)", "PGS ms (sweeps)", "speed-up"
-    );
-    let fmt = |r: &Option<(usize, f64)>| match r {
-        Some((k, t)) => format!("{t:.3} ({k})"),
-        None => "not reached".to_string(),
-    };
-    for (target, m, p) in &table {
-        let speedup = match (m, p) {
-            (Some((_, tm)), Some((_, tp))) => format!("{:.1}x", tp / tm),
-            _ => "-".to_string(),
-        };
-        println!(
-            "{:>9.0e} {:>16} {:>16} {:>9}",
-            target,
-            fmt(m),
-            fmt(p),
-            speedup
-        );
-    }
 
     // JSON.
     let num = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.4}"));

@@ -149,3 +149,24 @@ impl NewtonSystem {
         NewtonOperator::new(self.pattern.matrix())
     }
 }
+
+/// The Newton matrix last assembled as a QP operator, solving through the last factor (as
+/// [`crate::sim::pd::PdSystem`] does with its constant matrix): for the dual solvers that need
+/// `A^-1` (projected Gauss-Seidel on `J A^-1 J'`).
+impl crate::sim::qp::SpdOperator for NewtonSystem {
+    fn len(&self) -> usize {
+        self.free.len()
+    }
+    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
+        self.operator().apply(x, out);
+    }
+    fn diagonal(&self, out: &mut [Vec3]) {
+        self.operator().diagonal(out);
+    }
+}
+
+impl crate::sim::qp::SpdSolve for NewtonSystem {
+    fn solve_in_place(&mut self, x: &mut [Vec3]) {
+        self.solve_newton_matrix(x);
+    }
+}

@@ -64,6 +64,9 @@ pub struct PhaseTimings {
     pub global: Duration,
     /// MPRGP solves of the constrained global steps (part of the global phase, not in `global`).
     pub mprgp: Duration,
+    /// Of `mprgp`, the QP solver alone (MPRGP or the contact subspace), without the rows'
+    /// assembly, the friction update and (Newton-MPRGP) the line search.
+    pub qp_solve: Duration,
     /// Velocity update, damping and the guard.
     pub velocity: Duration,
     /// The velocity-level contact LCPs (restitution and friction), building included. A
@@ -79,6 +82,7 @@ impl PhaseTimings {
         self.local += o.local;
         self.global += o.global;
         self.mprgp += o.mprgp;
+        self.qp_solve += o.qp_solve;
         self.velocity += o.velocity;
         self.lcp += o.lcp;
     }

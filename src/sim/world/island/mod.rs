@@ -252,6 +252,8 @@ pub(crate) struct IslandStats {
     pub kkt_residual: f64,
     pub active: usize,
     pub mprgp_time: Duration,
+    /// Of `mprgp_time`, the QP solver alone (MPRGP or the contact subspace).
+    pub qp_time: Duration,
     pub detect_time: Duration,
     /// Constrained steps solved in the contact subspace ([`dual`]) instead of by MPRGP.
     pub subspace_solves: usize,
@@ -973,6 +975,7 @@ impl Island {
         }
         // The subspace's columns are of the PD matrix: the Newton solver's matrix changes
         // every iteration.
+        let t_qp = Instant::now();
         let subspace = if settings.contact_subspace && settings.solver == Solver::ProjectiveDynamics
         {
             self.solve_in_contact_subspace(bodies, layout)
@@ -986,6 +989,7 @@ impl Island {
         } else {
             self.solve_by_mprgp(bodies, layout, settings)?;
         }
+        self.stats.qp_time += t_qp.elapsed();
         for (j, row) in self.rows.iter().enumerate() {
             let l = self.row_lambda[j];
             self.lambda[self.row_contact[j] as usize] = l;

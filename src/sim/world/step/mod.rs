@@ -806,6 +806,7 @@ fn iterate(
                 stats.active_constraints = island.stats.active;
                 stats.constraints = island.contacts.len();
                 stats.timings.mprgp += island.stats.mprgp_time;
+                stats.timings.qp_solve += island.stats.qp_time;
                 stats.timings.detect += island.stats.detect_time;
             }
         }

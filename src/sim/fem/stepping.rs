@@ -15,9 +15,16 @@ use super::constrained::NewtonOperator;
 use super::element::evaluate;
 use super::energy::{FemModel, Lame};
 use super::newton::NewtonSystem;
+use crate::sim::math::Mat3;
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
+use crate::sim::polar::{Svd3, svd3};
 use crate::sim::sparse::FactorError;
+
+/// Every element's energy, energy gradient and signed SVD at some positions, in caller-owned
+/// buffers (see [`NewtonSystem::evaluate_elements_into`]).
+#[derive(Debug, Default)]
+pub struct ElementEvaluation(Vec<(f64, [Vec3; 4], Svd3)>);
 
 impl NewtonSystem {
     /// Replaces the elastic model and its Lame parameters (Pa); takes effect at the next
@@ -45,17 +52,22 @@ impl NewtonSystem {
     }
 
     /// The elastic energy (J) at positions `x` (every vertex, m), without touching the cached
-    /// evaluation.
+    /// evaluation (allocates its scratch: for audits and queries, not the step).
     pub fn elastic_energy_at(&self, x: &[Vec3]) -> f64 {
-        self.elastic_energy_with(x, &mut Vec::new())
+        self.evaluate_elements_into(x, &mut ElementEvaluation::default())
     }
 
-    /// [`NewtonSystem::elastic_energy_at`] with the per-tet energies in caller-owned scratch
-    /// (computed in parallel, summed in tet order: the same value whatever the thread count).
-    pub fn elastic_energy_with(&self, x: &[Vec3], per_tet: &mut Vec<f64>) -> f64 {
+    /// Evaluates every element at positions `x` (every vertex, m) into caller-owned `out`,
+    /// leaving the cached evaluation as it is; returns the elastic energy (J, summed in tet
+    /// order: the same value whatever the thread count). [`NewtonSystem::adopt_evaluation`]
+    /// makes it the cached one.
+    pub fn evaluate_elements_into(&self, x: &[Vec3], out: &mut ElementEvaluation) -> f64 {
         let (model, lame) = (self.model, self.lame);
-        per_tet.resize(self.tets.len(), 0.0);
-        per_tet
+        out.0.resize(
+            self.tets.len(),
+            (0.0, [Vec3::zeros(); 4], svd3(&Mat3::identity())),
+        );
+        out.0
             .par_iter_mut()
             .with_min_len(256)
             .zip(
@@ -64,9 +76,18 @@ impl NewtonSystem {
                     .zip(self.grads.par_iter().zip(&self.volumes)),
             )
             .for_each(|(e, (t, (g, &v)))| {
-                *e = evaluate(model, lame, v, g, &t.map(|i| x[i as usize])).0;
+                *e = evaluate(model, lame, v, g, &t.map(|i| x[i as usize]));
             });
-        per_tet.iter().sum()
+        out.0.iter().map(|s| s.0).sum()
+    }
+
+    /// Makes `evaluation` (of [`NewtonSystem::evaluate_elements_into`], at some positions) the
+    /// cached evaluation, as if [`NewtonSystem::evaluate_elements`] had run at them; `evaluation`
+    /// receives the old cache (its buffers are swapped, not copied).
+    pub fn adopt_evaluation(&mut self, evaluation: &mut ElementEvaluation) {
+        if evaluation.0.len() == self.tet_state.len() {
+            std::mem::swap(&mut self.tet_state, &mut evaluation.0);
+        }
     }
 
     /// Adds the elastic energy's gradient `dE/dx` (N) over the free vertices at the positions

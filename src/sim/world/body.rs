@@ -252,6 +252,8 @@ impl SoftBody {
                 let lame = Lame::of(&self.material);
                 if state.system.model() != (model, lame) {
                     state.system.set_model(model, lame);
+                    // The cached evaluation is of the old model.
+                    state.evaluated_at.clear();
                 }
             }
             _ => {

@@ -35,6 +35,7 @@
 //! - strain limits ([`crate::sim::StrainLimits`]) are PD constraints: the Newton solver does not
 //!   apply them.
 
+use crate::sim::fem::stepping::ElementEvaluation;
 use crate::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSystem};
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
@@ -80,6 +81,9 @@ pub(crate) struct NewtonState {
     /// Whether the factor holds a factorization of some earlier Newton matrix, which the
     /// unconstrained solves correct against (see the step's `newton` module).
     pub factor_ready: bool,
+    /// The positions (every vertex, m) the system's cached element evaluation is of (empty:
+    /// none known).
+    pub evaluated_at: Vec<Vec3>,
 }
 
 impl NewtonState {
@@ -108,6 +112,26 @@ impl NewtonState {
             product: vec![Vec3::zeros(); n],
             assembled: false,
             factor_ready: false,
+            evaluated_at: Vec::new(),
         })
+    }
+
+    /// Evaluates the elements at positions `x` (every vertex, m) unless the cached evaluation
+    /// is of exactly these positions (the line search's evaluation at the point the island
+    /// took, adopted after the iteration: see `island::line_search`).
+    pub fn ensure_evaluated(&mut self, x: &[Vec3]) {
+        if self.evaluated_at.as_slice() != x {
+            self.system.evaluate_elements(x);
+            self.evaluated_at.clear();
+            self.evaluated_at.extend_from_slice(x);
+        }
+    }
+
+    /// Makes `evaluation`, taken at positions `x`, the cached one (see
+    /// [`NewtonState::ensure_evaluated`]).
+    pub fn adopt_evaluation(&mut self, evaluation: &mut ElementEvaluation, x: &[Vec3]) {
+        self.system.adopt_evaluation(evaluation);
+        self.evaluated_at.clear();
+        self.evaluated_at.extend_from_slice(x);
     }
 }

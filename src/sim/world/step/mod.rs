@@ -742,6 +742,12 @@ fn iterate(
                 }
             });
         }
+        // Newton: the line searches' element evaluations at the points taken, to the bodies.
+        if settings.solver == Solver::NewtonMprgp {
+            for (island, failure) in islands.iter_mut().zip(failures.iter()) {
+                island.adopt_line_search(bodies, failure.is_some());
+            }
+        }
         // Re-detection: penetrations no contact covers get one for the next iteration.
         {
             let shared = &*bodies;

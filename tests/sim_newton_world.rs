@@ -134,7 +134,8 @@ fn a_stiff_block_stays_on_a_slope_iff_tan_angle_is_below_mu_with_the_newton_solv
         let above = stiff_slide_distance(mu, critical + 1.0);
         // 1 degree past the threshold the block accelerates at g (sin - mu cos) >= 0.17 m/s^2:
         // 17 cm from 0.5 s to 1.5 s; 1 degree below, it holds within a millimetre. Measured:
-        // below 8e-10, -1.0e-4 and 8.1e-4 m, above 0.21, 0.28 and 0.34 m at mu 0.2, 0.5, 0.8.
+        // below 0, 5.8e-6 and -4.9e-6 m, above 0.199, 0.250 and 0.299 m at mu 0.2, 0.5, 0.8
+        // (with one Newton iteration per step: 8e-10, -1.0e-4 and 8.2e-4 m below).
         assert!(below.abs() < 1e-3, "mu {mu}: slid {below} m 1 degree below");
         assert!(above > 0.03, "mu {mu}: only {above} m 1 degree above");
     }
@@ -264,8 +265,8 @@ fn stiff_cubes_stack_and_sleep_with_the_newton_solver() {
 /// cube's corner attached to a target that moves 0.5 m drags the body along (the corner ends
 /// within 2 cm of the target, the centroid follows), and a grab spring on a point inside one
 /// tet pulls that point to within 10 % of its start distance from a target 0.3 m away; after
-/// release the body coasts without freezing. Measured: the corner 7.9 mm from its target, the
-/// centroid 0.42 m along; the grabbed point within 1.6 mm of its target.
+/// release the body coasts without freezing. Measured: the corner 8.2 mm from its target, the
+/// centroid 0.45 m along; the grabbed point within 1.2 mm of its target.
 #[test]
 fn attachments_and_the_grab_spring_pull_bodies_with_the_newton_solver() {
     let mut world = SoftWorld::new(WorldSettings {

@@ -61,7 +61,7 @@ pub struct WorldSettings {
     /// The most Newton iterations per substep with [`Solver::NewtonMprgp`], each a
     /// factorization of the Newton matrix and a contact QP; the iterations stop earlier on
     /// [`Self::pd_tolerance`]. The MPRGP paper takes one. Default:
-    /// [`DEFAULT_NEWTON_ITERATIONS`].
+    /// [`DEFAULT_NEWTON_ITERATIONS`] (2).
     pub newton_iterations: usize,
     /// The most PD local/global iterations per substep. Default: 10.
     pub pd_iterations: usize,

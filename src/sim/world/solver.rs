@@ -78,7 +78,7 @@ pub(crate) struct NewtonState {
     pub gradient: Vec<Vec3>,
     /// The free vertices' positions at the iterate (m).
     pub x_free: Vec<Vec3>,
-    /// The outer terms' diagonal (N/m), then scratch of products.
+    /// Per free vertex: the diagonal of the Newton matrix's non-elastic terms (N/m).
     pub diagonal: Vec<f64>,
     /// Scratch: a product with the Newton matrix (N).
     pub product: Vec<Vec3>,

@@ -949,17 +949,7 @@ impl Island {
                 && self.newton_line_search(bodies, layout) < 1.0
             {
                 // A shortened Newton step: all of `A x - b` is left over.
-                let matrix = IslandMatrix {
-                    bodies,
-                    members: &self.members,
-                    layout,
-                    unknowns: self.unknowns,
-                };
-                self.gradient.resize(self.unknowns, Vec3::zeros());
-                matrix.apply(&self.x, &mut self.gradient);
-                for (k, (g, b)) in self.kkt.iter_mut().zip(self.gradient.iter().zip(&self.b)) {
-                    *k = g - b;
-                }
+                self.leftover_at_shortened_step(bodies, layout, false);
             }
             // Nothing touches: no contact force, so no friction either.
             self.audit_forces.clear();
@@ -1014,21 +1004,7 @@ impl Island {
             self.kkt.iter_mut().for_each(|k| *k = Vec3::zeros());
         } else if alpha < 1.0 {
             // A shortened Newton step: what is left at the point taken, `A x - b_qp - J' lambda`.
-            let matrix = IslandMatrix {
-                bodies,
-                members: &self.members,
-                layout,
-                unknowns: self.unknowns,
-            };
-            self.gradient.resize(self.unknowns, Vec3::zeros());
-            matrix.apply(&self.x, &mut self.gradient);
-            for (k, ((g, b), f)) in self
-                .kkt
-                .iter_mut()
-                .zip(self.gradient.iter().zip(&self.b_qp).zip(&self.force))
-            {
-                *k = g - b - f;
-            }
+            self.leftover_at_shortened_step(bodies, layout, true);
         } else {
             for (k, (g, f)) in self
                 .kkt
@@ -1075,6 +1051,33 @@ impl Island {
         }
         self.stats.mprgp_time += t.elapsed();
         Ok(())
+    }
+
+    /// [`Island::kkt`] at a point the Newton line search shortened the step to: `A x - b_qp -
+    /// J' lambda` with the QP's rows and forces, or `A x - b` (every applied force left over)
+    /// without rows.
+    fn leftover_at_shortened_step(&mut self, bodies: &[SoftBody], layout: Layout<'_>, rows: bool) {
+        let matrix = IslandMatrix {
+            bodies,
+            members: &self.members,
+            layout,
+            unknowns: self.unknowns,
+        };
+        self.gradient.resize(self.unknowns, Vec3::zeros());
+        matrix.apply(&self.x, &mut self.gradient);
+        let (b, force) = if rows {
+            (&self.b_qp, Some(&self.force))
+        } else {
+            (&self.b, None)
+        };
+        for (u, (k, (g, b))) in self
+            .kkt
+            .iter_mut()
+            .zip(self.gradient.iter().zip(b))
+            .enumerate()
+        {
+            *k = g - b - force.map_or(Vec3::zeros(), |f| f[u]);
+        }
     }
 
     /// The constrained step by MPRGP, from [`Island::x`] holding `x_free`: the solution into

@@ -68,7 +68,7 @@ pub(crate) fn scale2(
     positions.extend(pd.free_vertices().iter().map(|&v| x_0[v as usize]));
     gradient.resize(b.len(), Vec3::zeros());
     pd.gradient(positions, b, gradient);
-    norm(gradient).powi(2).max(weight2(pd, gravity))
+    scale2_of_gradient(pd, gradient, gravity)
 }
 
 /// The squared residual scale `max(||g||, ||M g||)^2` (N^2) of a step whose first iterate has

@@ -3,7 +3,8 @@
 //! paper's time step), the static cantilever against Euler-Bernoulli beam theory, and the two
 //! solvers of `SoftWorld` (`Solver::ProjectiveDynamics`, `Solver::NewtonMprgp`) on the same drop.
 //!
-//! `cargo bench --bench newton` prints the tables and writes `target/bench/newton.json`.
+//! `cargo bench --bench newton` prints the tables and writes `target/bench/newton.json`;
+//! `-- --variants` prints only the table of MPRGP's variants on the drops.
 
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use bevy_deformable::sim::fem::{
     FemModel, Lame, NewtonSettings, NewtonSetup, NewtonSystem, Potential,
 };
 use bevy_deformable::sim::qp::ConstraintRow;
-use bevy_deformable::sim::qp::mprgp::MprgpSettings;
+use bevy_deformable::sim::qp::mprgp::{CgChain, ExpansionSafeguard, MprgpSettings};
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
@@ -37,6 +38,23 @@ struct DropResult {
 
 /// A 1 m cube (1,000 vertices) dropped from 2 cm onto a floor, one Newton step per frame.
 fn drop_cube(name: &'static str, model: FemModel, e: f64) -> DropResult {
+    drop_cube_with(
+        name,
+        model,
+        e,
+        CgChain::Feasible,
+        ExpansionSafeguard::Halving,
+    )
+}
+
+/// [`drop_cube`] with one of MPRGP's variants.
+fn drop_cube_with(
+    name: &'static str,
+    model: FemModel,
+    e: f64,
+    chain: CgChain,
+    safeguard: ExpansionSafeguard,
+) -> DropResult {
     let mesh = TetMesh::cuboid(Vec3::repeat(0.5), 9);
     let mut system = NewtonSystem::new(
         &mesh,
@@ -61,6 +79,8 @@ fn drop_cube(name: &'static str, model: FemModel, e: f64) -> DropResult {
     let mut v = vec![Vec3::zeros(); x.len()];
     let mut solver = ContactSolve::new(MprgpSettings {
         tolerance: 1e-4,
+        chain,
+        safeguard,
         ..MprgpSettings::default()
     });
     let mut times = Vec::new();
@@ -210,7 +230,46 @@ fn world_drop(solver: Solver, e: f64) -> WorldResult {
     }
 }
 
+/// MPRGP's variants (the paper's Alg. 2 and 3 against the feasible chain and step halving) on
+/// the rubber and the stiff drop: prints a table and returns its JSON entries.
+fn variants_table() -> Vec<String> {
+    println!(
+        "\nMPRGP variants on the same drops (one Newton step per frame, QP tolerance 1e-4, {STEPS} steps):"
+    );
+    println!(
+        "E (Pa)   chain     safeguard         ms/step (median)  MPRGP its/step  cg/it  deepest (m)"
+    );
+    let mut json = Vec::new();
+    for e in [2e5, 1e7] {
+        let variants = CgChain::ALL
+            .into_iter()
+            .flat_map(|c| ExpansionSafeguard::ALL.map(|s| (c, s)));
+        for (chain, safeguard) in variants {
+            let d = drop_cube_with("variant", FemModel::FixedCorotated, e, chain, safeguard);
+            println!(
+                "{:<8.0e} {:<9} {:<16}  {:>16.2}  {:>14.1}  {:>5.2}  {:>11.1e}",
+                e,
+                format!("{chain:?}"),
+                format!("{safeguard:?}"),
+                d.ms_median,
+                d.mprgp_per_step,
+                d.cg_share,
+                d.deepest
+            );
+            json.push(format!(
+                "{{\"youngs_modulus\": {e:e}, \"chain\": \"{chain:?}\", \"safeguard\": \"{safeguard:?}\", \"ms_per_step\": {:.4}, \"mprgp_iterations\": {:.2}, \"cg_share\": {:.3}}}",
+                d.ms_median, d.mprgp_per_step, d.cg_share
+            ));
+        }
+    }
+    json
+}
+
 fn main() {
+    let variants = variants_table();
+    if std::env::args().any(|a| a == "--variants") {
+        return;
+    }
     let drops = [
         drop_cube("cube_1k rubber (2e5 Pa)", FemModel::FixedCorotated, 2e5),
         drop_cube("cube_1k stiff (1e7 Pa)", FemModel::FixedCorotated, 1e7),
@@ -305,8 +364,9 @@ fn main() {
         })
         .collect();
     let json = format!(
-        "{{\"drop\": [{}], \"cantilever\": [{}], \"world\": [{}]}}\n",
+        "{{\"drop\": [{}], \"variants\": [{}], \"cantilever\": [{}], \"world\": [{}]}}\n",
         drop_json.join(", "),
+        variants.join(", "),
         beam_json.join(", "),
         world_json.join(", ")
     );

@@ -21,13 +21,21 @@
 //! its table's caption in seconds). The paper runs 200-600 frames; here `STEPS` steps from
 //! first contact (fewer with `--quick`).
 //!
-//! `cargo bench --bench paper` prints both tables and writes `target/bench/paper.json`.
+//! Before them, a table of MPRGP's variants ([`CgChain`], [`ExpansionSafeguard`]: the paper's
+//! Alg. 2 and 3 against the feasible chain and step halving) on one recorded Newton-step QP of
+//! the Fig. 12 box, of rubber and of a stiff material.
+//!
+//! `cargo bench --bench paper` prints the tables and writes `target/bench/paper.json`;
+//! `-- --variants` prints only the variants table.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use bevy_deformable::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSystem};
-use bevy_deformable::sim::qp::ConstraintRow;
+use bevy_deformable::sim::qp::mprgp::{
+    CgChain, ExpansionSafeguard, Mprgp, MprgpSettings, MprgpStats,
+};
+use bevy_deformable::sim::qp::{ConstraintRow, QpProblem, kkt_residual};
 use bevy_deformable::sim::{
     Obstacle, Sleeping, SoftMaterial, SoftWorld, Solver, TetMesh, TriangleSurface, Vec3,
     WorldSettings,
@@ -245,13 +253,13 @@ fn run(scene: Scene, steps: usize) -> SceneResult {
     }
 }
 
-/// One Newton-step QP of the Fig. 12 box landing: the box 1 cm above the floor, falling at
-/// 3 m/s, the Newton matrix at its (undeformed) state, `b = H x - g`, and a floor row for every
-/// vertex whose prediction is within 1 cm of the floor (single-vertex rows: decoupled).
-fn record_newton_qp() -> (NewtonSystem, Vec<Vec3>, Vec<ConstraintRow>) {
+/// One Newton-step QP of the Fig. 12 box landing: the box (of `material`) 1 cm above the
+/// floor, falling at 3 m/s, the Newton matrix at its (undeformed) state, `b = H x - g`, and a
+/// floor row for every vertex whose prediction is within 1 cm of the floor (single-vertex rows:
+/// decoupled).
+fn record_newton_qp(material: SoftMaterial) -> (NewtonSystem, Vec<Vec3>, Vec<ConstraintRow>) {
     let h = 0.010;
     let mesh = TetMesh::cuboid(Vec3::new(0.25, 0.25, 0.5), 32);
-    let material = rubber();
     let mut system = NewtonSystem::new(
         &mesh,
         NewtonSetup {
@@ -301,9 +309,107 @@ fn record_newton_qp() -> (NewtonSystem, Vec<Vec3>, Vec<ConstraintRow>) {
     (system, b, rows)
 }
 
+/// The relative KKT residual of the variants table.
+const VARIANT_TARGET: f64 = 1e-4;
+
+/// One MPRGP variant's solve of a recorded QP.
+struct VariantRun {
+    stats: MprgpStats,
+    /// Median time of five solves, the start solve excluded (ms).
+    ms: f64,
+    /// Relative KKT residual reached.
+    kkt: f64,
+}
+
+/// Solves `1/2 x'Ax - b'x` subject to `rows` from the unconstrained solution with one MPRGP
+/// variant to [`VARIANT_TARGET`].
+fn variant_run(
+    system: &mut NewtonSystem,
+    b: &[Vec3],
+    rows: &[ConstraintRow],
+    chain: CgChain,
+    safeguard: ExpansionSafeguard,
+) -> VariantRun {
+    let mut start = b.to_vec();
+    system.solve_newton_matrix(&mut start);
+    let problem = QpProblem {
+        a: &*system,
+        b,
+        rows,
+    };
+    let mut mprgp = Mprgp::new(MprgpSettings {
+        tolerance: VARIANT_TARGET,
+        max_iterations: 5000,
+        chain,
+        safeguard,
+        ..MprgpSettings::default()
+    });
+    let (mut times, mut stats, mut kkt) = (Vec::new(), MprgpStats::default(), 0.0);
+    for _ in 0..5 {
+        let mut x = start.clone();
+        let t = Instant::now();
+        stats = mprgp.solve(&problem, &mut x).expect("valid QP");
+        times.push(timing::ms(t.elapsed()));
+        kkt = kkt_residual(&problem, &x).relative;
+    }
+    VariantRun {
+        stats,
+        ms: timing::median(&mut times),
+        kkt,
+    }
+}
+
+/// A variants table row: material, chain, safeguard and the run.
+type VariantRow = (&'static str, CgChain, ExpansionSafeguard, VariantRun);
+
+/// Prints the variants table and returns its rows.
+fn variants_table() -> Vec<VariantRow> {
+    // The CG chain and the expansion safeguard of MPRGP (the paper's Alg. 2 and 3 against
+    // the feasible chain and step halving) on the same QP, and on that of a stiff box.
+    println!(
+        "\nMPRGP variants on the Fig. 12 box's Newton-step QP from the unconstrained solution, to a relative KKT residual of {VARIANT_TARGET:e} (median of 5 solves):"
+    );
+    println!(
+        "material      chain     safeguard          its    cg  infeasible  expansions  proportioning      ms   KKT"
+    );
+    let mut variants = Vec::new();
+    for (label, material) in [
+        ("rubber 2e5", rubber()),
+        ("stiff 1e7", rubber().with_youngs_modulus(1e7)),
+    ] {
+        let (mut system, b, rows) = record_newton_qp(material);
+        let combinations = CgChain::ALL
+            .into_iter()
+            .flat_map(|c| ExpansionSafeguard::ALL.map(|s| (c, s)));
+        for (chain, safeguard) in combinations {
+            let v = variant_run(&mut system, &b, &rows, chain, safeguard);
+            println!(
+                "{:<13} {:<9} {:<16} {:>5} {:>5} {:>11} {:>11} {:>14} {:>7.2} {:>5.0e}",
+                label,
+                format!("{chain:?}"),
+                format!("{safeguard:?}"),
+                v.stats.iterations,
+                v.stats.cg_steps,
+                v.stats.infeasible_cg_steps,
+                v.stats.expansion_steps,
+                v.stats.proportioning_steps,
+                v.ms,
+                v.kkt
+            );
+            variants.push((label, chain, safeguard, v));
+        }
+    }
+
+    variants
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let steps = if quick { QUICK_STEPS } else { STEPS };
+    let variants = variants_table();
+    if std::env::args().any(|a| a == "--variants") {
+        return;
+    }
     let t = Instant::now();
     let scenes = scenes();
     println!("meshes built in {:.1} s", t.elapsed().as_secs_f64());
@@ -334,8 +440,8 @@ fn main() {
 
     // Fig. 10: MPRGP against ICA-style projected Gauss-Seidel on the dual, same QP (the dual
     // solver's `A^-1` through a second copy of the same factor: the problem borrows the first).
-    let (mut system, b, rows) = record_newton_qp();
-    let (mut solver, _, _) = record_newton_qp();
+    let (mut system, b, rows) = record_newton_qp(rubber());
+    let (mut solver, _, _) = record_newton_qp(rubber());
     let n = b.len();
     let table = race(&mut system, &mut solver, &b, &rows, &[1e-2, 1e-4]);
     print_race(
@@ -368,9 +474,24 @@ fn main() {
             p.map_or("null".to_string(), |x| x.0.to_string())
         )
     };
+    let variants_json: Vec<String> = variants
+        .iter()
+        .map(|(label, chain, safeguard, v)| {
+            format!(
+                "{{\"material\": \"{label}\", \"chain\": \"{chain:?}\", \"safeguard\": \"{safeguard:?}\", \"iterations\": {}, \"cg_steps\": {}, \"infeasible_cg_steps\": {}, \"expansion_steps\": {}, \"ms\": {:.4}, \"kkt\": {:e}}}",
+                v.stats.iterations,
+                v.stats.cg_steps,
+                v.stats.infeasible_cg_steps,
+                v.stats.expansion_steps,
+                v.ms,
+                v.kkt
+            )
+        })
+        .collect();
     let json = format!(
-        "{{\"table1\": [{}], \"convergence\": {{\"vertices\": {}, \"rows\": {}, \"targets\": [{}], \"speedup_mprgp_vs_pgs_1e-2\": {}, \"speedup_mprgp_vs_pgs_1e-4\": {}}}}}\n",
+        "{{\"table1\": [{}], \"variants\": [{}], \"convergence\": {{\"vertices\": {}, \"rows\": {}, \"targets\": [{}], \"speedup_mprgp_vs_pgs_1e-2\": {}, \"speedup_mprgp_vs_pgs_1e-4\": {}}}}}\n",
         table1.join(", "),
+        variants_json.join(", "),
         n,
         rows.len(),
         table.iter().map(entry).collect::<Vec<_>>().join(", "),

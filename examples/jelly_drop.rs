@@ -7,7 +7,6 @@ mod common;
 
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 fn main() {
     common::example_app("jelly_drop", common::ExampleScene::default())
@@ -34,12 +33,13 @@ fn setup(
         Transform::from_xyz(1.4, 0.3, 0.2),
         Obstacle::ball(0.5),
     ));
-    // Soft bodies: tet mesh, the mesh drawn for it, material, colour, where. Curved bodies draw
-    // a smooth Bevy primitive embedded in their (coarser) tets; boxes draw their tet surface.
+    // Soft bodies: body (its tets), the mesh drawn for it, material, colour, where. Curved
+    // bodies draw a smooth Bevy primitive embedded in their (coarser) tets; boxes draw their tet
+    // surface.
     let bodies = [
         (
             "jelly cube",
-            TetMesh::cuboid(sim::Vec3::repeat(0.3), 6),
+            DeformableBody::cuboid(Vec3::splat(0.3), 6),
             None,
             SoftMaterial::JELLY,
             Color::srgb(0.9, 0.2, 0.3),
@@ -47,7 +47,7 @@ fn setup(
         ),
         (
             "rubber ball",
-            TetMesh::sphere(0.35, 8),
+            DeformableBody::sphere(0.35, 8),
             Some(Sphere::new(0.35).mesh().ico(4).expect("ico(4) is valid")),
             SoftMaterial::RUBBER,
             Color::srgb(0.2, 0.6, 0.9),
@@ -55,7 +55,7 @@ fn setup(
         ),
         (
             "flesh capsule",
-            TetMesh::capsule(0.2, 0.35, 6),
+            DeformableBody::capsule(0.2, 0.35, 6),
             Some(
                 Capsule3d::new(0.2, 0.7)
                     .mesh()
@@ -69,7 +69,7 @@ fn setup(
         ),
         (
             "soft slab",
-            TetMesh::cuboid(sim::Vec3::new(0.5, 0.15, 0.25), 8),
+            DeformableBody::cuboid(Vec3::new(0.5, 0.15, 0.25), 8),
             None,
             SoftMaterial::JELLY.with_youngs_modulus(8.0e3),
             Color::srgb(0.3, 0.85, 0.35),
@@ -79,7 +79,7 @@ fn setup(
     for (name, mesh, render, material, color, at) in bodies {
         let mut body = commands.spawn((
             Name::new(name),
-            DeformableBody::from(mesh),
+            mesh.expect("valid size"),
             material,
             MeshMaterial3d(materials.add(common::soft_look(color))),
             Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.4)),

@@ -9,7 +9,6 @@ mod common;
 
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 fn main() {
     let scene = common::ExampleScene {
@@ -66,7 +65,7 @@ fn setup(
         if i % 2 == 0 {
             commands.spawn((
                 Name::new(format!("cube {i}")),
-                DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(size as f64), 4)),
+                DeformableBody::cuboid(Vec3::splat(size), 4).expect("valid size"),
                 material,
                 look,
                 transform,
@@ -74,7 +73,7 @@ fn setup(
         } else {
             commands.spawn((
                 Name::new(format!("ball {i}")),
-                DeformableBody::from(TetMesh::sphere(size as f64, 5)),
+                DeformableBody::sphere(size, 5).expect("valid size"),
                 Mesh3d(meshes.add(Sphere::new(size).mesh().ico(3).expect("ico(3) is valid"))),
                 material,
                 look,

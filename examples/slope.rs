@@ -9,7 +9,6 @@ mod common;
 
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 /// Tilt rate of the plane (radians per second): 45 degrees in 15 s.
 const TILT_RATE: f32 = std::f32::consts::FRAC_PI_4 / 15.0;
@@ -59,7 +58,7 @@ fn setup(
     {
         commands.spawn((
             Name::new(format!("block mu {mu}")),
-            DeformableBody::from(TetMesh::cuboid(sim::Vec3::new(0.16, 0.1, 0.16), 3)),
+            DeformableBody::cuboid(Vec3::new(0.16, 0.1, 0.16), 3).expect("valid size"),
             SoftMaterial::STIFF_FOAM.with_friction(mu),
             MeshMaterial3d(materials.add(common::soft_look(color))),
             Transform::from_xyz(0.3, 1.05 + 0.1 + 0.001, -0.5 + 0.5 * k as f32),

@@ -12,7 +12,6 @@ mod common;
 
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 fn main() {
     let scene = common::ExampleScene {
@@ -49,7 +48,7 @@ fn setup(
     for level in 0..3 {
         commands.spawn((
             Name::new(format!("crate {level}")),
-            DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.15), 4)),
+            DeformableBody::cuboid(Vec3::splat(0.15), 4).expect("valid size"),
             stiff_rubber(),
             MeshMaterial3d(crate_look.clone()),
             Transform::from_xyz(0.55, 0.151 + 0.305 * level as f32, 0.0)
@@ -61,7 +60,7 @@ fn setup(
     for (k, z) in [-0.4f32, 0.15].into_iter().enumerate() {
         commands.spawn((
             Name::new(format!("pillar {k}")),
-            DeformableBody::from(TetMesh::cuboid(sim::Vec3::new(0.075, 0.45, 0.075), 12)),
+            DeformableBody::cuboid(Vec3::new(0.075, 0.45, 0.075), 12).expect("valid size"),
             stiff_rubber(),
             MeshMaterial3d(pillar_look.clone()),
             Transform::from_xyz(-0.05, 0.451, z),
@@ -71,7 +70,7 @@ fn setup(
     let ball_look = materials.add(common::soft_look(Color::srgb(0.7, 0.15, 0.15)));
     commands.spawn((
         Name::new("ball"),
-        DeformableBody::from(TetMesh::sphere(0.14, 5)),
+        DeformableBody::sphere(0.14, 5).expect("valid size"),
         Mesh3d(meshes.add(Sphere::new(0.14).mesh().ico(3).expect("ico(3) is valid"))),
         SoftMaterial {
             density: 3000.0,

@@ -41,7 +41,7 @@ pub enum TetMeshSource {
 /// use bevy_deformable::prelude::*;
 /// fn spawn(mut commands: Commands) {
 ///     commands.spawn((
-///         DeformableBody::from(TetMesh::cuboid(bevy_deformable::sim::Vec3::repeat(0.25), 6)),
+///         DeformableBody::cuboid(Vec3::splat(0.25), 6).expect("valid size"),
 ///         SoftMaterial::JELLY,
 ///         Transform::from_xyz(0.0, 2.0, 0.0),
 ///     ));

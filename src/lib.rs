@@ -19,6 +19,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod assets;
+pub mod body_shapes;
 pub mod components;
 pub mod convert;
 pub mod diagnostics;
@@ -38,6 +39,7 @@ pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, Deformab
 /// The types a game needs.
 pub mod prelude {
     pub use crate::assets::TetMeshAsset;
+    pub use crate::body_shapes::MeshBodyError;
     pub use crate::components::{
         Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableState, InitialVelocity,
         Obstacle, Pin, SoftMaterial, StrainLimits,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bevy::asset::Handle;
 use bevy::ecs::entity::Entity;
-use bevy::math::Vec3;
+use bevy::math::{Quat, Vec3};
 use bevy::prelude::{Component, Reflect, ReflectComponent, ReflectDefault, Transform};
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +33,9 @@ pub enum TetMeshSource {
 
 /// A volumetric soft body. Spawn it with a [`Transform`] that places its rest shape (translation,
 /// rotation and scale are baked into the initial positions); from then on the plugin owns the
-/// entity's `Transform` (it follows the body's centroid) and its render mesh.
+/// entity's `Transform` and its render mesh: the `Transform` follows the body's centroid and
+/// turns with the body (the best-fit rotation of its render points since it was created, from
+/// the spawn rotation; scale one), so child entities (a hat, a light) move and turn with it.
 ///
 /// # Example
 /// ```
@@ -396,6 +398,16 @@ pub struct DeformableState {
     /// Means of those point sets (m, world): the `Transform` the mesh is drawn relative to.
     pub(crate) centre_previous: Vec3,
     pub(crate) centre_current: Vec3,
+    /// The rotation of the `Transform` the body was spawned with; the drawn `Transform` turns
+    /// it by the body's own turn.
+    pub(crate) spawn_rotation: Quat,
+    /// The render points' offsets from their mean when first recorded (m, world axes): the
+    /// reference shape the body's turn is matched against.
+    pub(crate) reference: Vec<Vec3>,
+    /// The body's turn since then (best-fit rotation of the render points onto the reference,
+    /// shape matching) after the second-to-last and the last fixed step.
+    pub(crate) turn_previous: Quat,
+    pub(crate) turn_current: Quat,
     /// Fixed steps recorded since the body was created.
     pub(crate) steps_recorded: u64,
     /// The world did not step (paused): the previous points were set to the current ones.

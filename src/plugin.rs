@@ -15,7 +15,9 @@
 //! Every frame, in `PostUpdate` before transform propagation, [`DeformableSystems::Render`]
 //! blends the last two fixed steps by the fixed clock's overstep fraction (so motion is smooth
 //! when the frame rate and the 64 Hz step disagree; [`DeformableConfig::interpolate`]), moves the
-//! body's `Transform` to the points' mean and writes the render mesh relative to it.
+//! body's `Transform` to the points' mean, turned by the body's best-fit rotation since it was
+//! created (shape matching, so children of the body turn with it), and writes the render mesh
+//! in that frame.
 //!
 //! The simulation world is the one authoritative copy of the vertices; ECS data flows in during
 //! Sync and out during Writeback, never both ways.
@@ -32,7 +34,7 @@ use bevy::ecs::entity::Entity;
 use bevy::ecs::lifecycle::RemovedComponents;
 use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
 use bevy::log::warn;
-use bevy::math::{Affine3A, Vec3};
+use bevy::math::{Affine3A, Quat, Vec3};
 use bevy::mesh::{Mesh, Mesh3d};
 use bevy::prelude::{
     Commands, GlobalTransform, MessageReader, MessageWriter, Query, Ref, Reflect, ReflectResource,
@@ -782,6 +784,7 @@ fn create_bodies(
                 state.handle = Some(h);
                 state.vertex_count = mesh.vertex_count();
                 state.render_points = points;
+                state.spawn_rotation = transform.rotation;
                 world.body_of.insert(entity, h);
             }
             Err(e) => {
@@ -1009,6 +1012,7 @@ fn record_render_points(
                 state.holding = true;
                 state.render_previous.clone_from(&state.render_current);
                 state.centre_previous = state.centre_current;
+                state.turn_previous = state.turn_current;
                 state.drawn = None;
             }
             continue;
@@ -1019,11 +1023,26 @@ fn record_render_points(
         };
         std::mem::swap(&mut state.render_previous, &mut state.render_current);
         state.centre_previous = state.centre_current;
+        state.turn_previous = state.turn_current;
         state.centre_current =
             render::record_points(&state.render_points, x, &mut state.render_current);
         if state.steps_recorded == 0 {
             state.render_previous.clone_from(&state.render_current);
             state.centre_previous = state.centre_current;
+            state.reference.clear();
+            let centre = state.centre_current;
+            state
+                .reference
+                .extend(state.render_current.iter().map(|p| *p - centre));
+            state.turn_current = Quat::IDENTITY;
+            state.turn_previous = Quat::IDENTITY;
+        } else {
+            state.turn_current = render::matched_turn(
+                &state.reference,
+                &state.render_current,
+                state.centre_current,
+                state.turn_current,
+            );
         }
         state.steps_recorded += 1;
     }
@@ -1054,7 +1073,8 @@ fn draw_interpolated(
         let state = &mut *state;
         state.drawn = Some((state.steps_recorded, alpha));
         let origin = state.centre_previous.lerp(state.centre_current, alpha);
-        *transform = Transform::from_translation(origin);
+        let rotation = state.turn_previous.slerp(state.turn_current, alpha) * state.spawn_rotation;
+        *transform = Transform::from_translation(origin).with_rotation(rotation);
         if let Some(mut mesh) = mesh3d.and_then(|m| meshes.get_mut(&m.0)) {
             render::write_interpolated(
                 &mut mesh,
@@ -1062,6 +1082,7 @@ fn draw_interpolated(
                 &state.render_current,
                 alpha,
                 origin,
+                rotation.inverse(),
             );
         }
     }

@@ -4,16 +4,19 @@
 //! embedded-contact.txt`, section 5.7): the surface vertices of the tet mesh when the game gave
 //! no render mesh, or the vertices of the game's own `Mesh3d` (a detailed mesh embedded in a
 //! coarse simulation mesh). After each fixed step the points are evaluated in world space and
-//! kept with the previous step's; every frame (in `PostUpdate`) the body's `Transform` moves to
-//! their mean (rotation identity, scale one) and the mesh positions are written relative to it,
-//! blended between the last two steps by the fixed clock's overstep, with normals recomputed.
+//! kept with the previous step's, with their mean and the body's turn since it was created:
+//! the rotation that best maps the first recorded points onto them (shape matching). Every
+//! frame (in `PostUpdate`) the body's `Transform` moves to their mean, turned by that rotation
+//! from the rotation it was spawned with (scale one), so children of the body turn with it; the
+//! mesh positions are written in that frame, blended between the last two steps by the fixed
+//! clock's overstep (positions linearly, the turn by slerp), with normals recomputed.
 //! Write-back is one way: the mesh never feeds the simulation.
 
 use bevy::asset::RenderAssetUsages;
-use bevy::math::Vec3;
+use bevy::math::{Quat, Vec3};
 use bevy::mesh::{Indices, Mesh, PrimitiveTopology, VertexAttributeValues};
 
-use crate::convert::to_bevy;
+use crate::convert::{to_bevy, to_sim};
 use crate::sim::{self, EmbeddedPoint};
 
 /// A render mesh of the tet mesh's boundary: one render vertex per surface vertex (smooth
@@ -74,14 +77,47 @@ pub(crate) fn record_points(
     sum / out.len().max(1) as f32
 }
 
-/// Writes `previous + alpha (current - previous) - origin` into the mesh positions and
-/// recomputes its normals. Does nothing if the vertex counts disagree (a game replaced the mesh).
+/// The rotation that best maps the `reference` offsets onto `points` about `centre` (shape
+/// matching, Muller et al. 2005: the rotation of the polar decomposition of
+/// `sum (p_i - c) q_i'`). Returns `fallback` where that matrix vanishes or is not finite (all
+/// points on one spot).
+pub(crate) fn matched_turn(
+    reference: &[Vec3],
+    points: &[Vec3],
+    centre: Vec3,
+    fallback: Quat,
+) -> Quat {
+    let mut a = sim::Mat3::zeros();
+    for (q, p) in reference.iter().zip(points) {
+        a += to_sim(*p - centre) * to_sim(*q).transpose();
+    }
+    let norm = a.norm();
+    if !(norm > 0.0 && norm.is_finite()) {
+        return fallback;
+    }
+    let r = sim::polar::polar_rotation(&(a / norm));
+    let rotation = nalgebra::Rotation3::from_matrix_unchecked(r);
+    let q = nalgebra::UnitQuaternion::from_rotation_matrix(&rotation);
+    let quat = Quat::from_xyzw(q.i as f32, q.j as f32, q.k as f32, q.w as f32).normalize();
+    // The same turn as the last, not its antipode, so that the blend between steps is short.
+    if quat.dot(fallback) < 0.0 {
+        -quat
+    } else {
+        quat
+    }
+}
+
+/// Writes `inverse (previous + alpha (current - previous) - origin)` into the mesh positions
+/// (world points into the frame of a `Transform` at `origin` turned by `inverse`'s inverse)
+/// and recomputes its normals. Does nothing if the vertex counts disagree (a game replaced
+/// the mesh).
 pub(crate) fn write_interpolated(
     mesh: &mut Mesh,
     previous: &[Vec3],
     current: &[Vec3],
     alpha: f32,
     origin: Vec3,
+    inverse: Quat,
 ) {
     let Some(VertexAttributeValues::Float32x3(positions)) =
         mesh.attribute_mut(Mesh::ATTRIBUTE_POSITION)
@@ -92,7 +128,7 @@ pub(crate) fn write_interpolated(
         return;
     }
     for ((dst, a), b) in positions.iter_mut().zip(previous).zip(current) {
-        *dst = (a.lerp(*b, alpha) - origin).to_array();
+        *dst = (inverse * (a.lerp(*b, alpha) - origin)).to_array();
     }
     // Normals only for triangle lists (the compute_* helpers require them).
     if mesh.primitive_topology() != PrimitiveTopology::TriangleList {

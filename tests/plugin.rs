@@ -72,9 +72,9 @@ fn positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
         .to_vec()
 }
 
-/// Where a body's render mesh is drawn (m, world): its positions plus the body's `Transform`.
+/// Where a body's render mesh is drawn (m, world): its positions in the body's `Transform`.
 fn drawn(app: &App, body: Entity) -> Vec<Vec3> {
-    let origin = app.world().get::<Transform>(body).unwrap().translation;
+    let transform = *app.world().get::<Transform>(body).unwrap();
     let handle = &app.world().get::<Mesh3d>(body).unwrap().0;
     let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
     let Some(VertexAttributeValues::Float32x3(rendered)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION)
@@ -83,7 +83,7 @@ fn drawn(app: &App, body: Entity) -> Vec<Vec3> {
     };
     rendered
         .iter()
-        .map(|r| Vec3::from_array(*r) + origin)
+        .map(|r| transform.transform_point(Vec3::from_array(*r)))
         .collect()
 }
 
@@ -133,7 +133,7 @@ fn a_body_falls_rests_on_an_obstacle_and_its_render_mesh_follows() {
     let tet = TetMesh::cuboid(sim::Vec3::repeat(0.2), 3);
     assert_eq!(rendered.len(), tet.surface_vertices().len());
     for (r, &v) in rendered.iter().zip(tet.surface_vertices()) {
-        let world_pos = Vec3::from_array(*r) + transform.translation;
+        let world_pos = transform.transform_point(Vec3::from_array(*r));
         let sim_pos = x[v as usize];
         assert!(
             (world_pos.as_dvec3() - bevy::math::DVec3::new(sim_pos.x, sim_pos.y, sim_pos.z))
@@ -141,6 +141,56 @@ fn a_body_falls_rests_on_an_obstacle_and_its_render_mesh_follows() {
                 < 1e-5
         );
     }
+}
+
+/// A pillar spawned leaning falls over: its `Transform` keeps the spawn rotation at first,
+/// then turns with the body (so a child entity turns with it), and the render mesh, written
+/// in that turned frame, is still drawn where the simulation has the surface.
+#[test]
+fn a_falling_pillar_turns_its_transform_with_it() {
+    let mut app = app();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    let lean = Quat::from_rotation_z(0.35);
+    let half = Vec3::new(0.05, 0.4, 0.05);
+    let pillar = app
+        .world_mut()
+        .spawn((
+            DeformableBody::cuboid(half, 8).unwrap(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 0.45, 0.0).with_rotation(lean),
+        ))
+        .id();
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .interpolate = false;
+    for _ in 0..2 {
+        app.update();
+    }
+    let start = app.world().get::<Transform>(pillar).unwrap().rotation;
+    assert!(start.angle_between(lean) < 0.01, "{start:?}");
+    for _ in 0..240 {
+        app.update();
+    }
+    let transform = *app.world().get::<Transform>(pillar).unwrap();
+    let axis = transform.rotation * Vec3::Y;
+    assert!(
+        axis.y.abs() < 0.2 && axis.x.abs() > 0.95,
+        "the pillar's long axis ends at {axis:?}, not lying along x"
+    );
+    let x = positions(&app, pillar);
+    let tet = TetMesh::cuboid(bevy_deformable::convert::to_sim(half), 8);
+    let worst = drawn(&app, pillar)
+        .iter()
+        .zip(tet.surface_vertices())
+        .map(|(d, &v)| {
+            let p = x[v as usize];
+            (*d - Vec3::new(p.x as f32, p.y as f32, p.z as f32)).length()
+        })
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-4,
+        "drawn up to {worst} m off the simulated surface"
+    );
 }
 
 #[test]

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::assets::TetMeshAsset;
 use crate::sim;
+use crate::status::{BodyError, BodyStatus};
 
 /// Where a body's tet mesh comes from.
 #[derive(Debug, Clone)]
@@ -388,7 +389,10 @@ pub struct Attachment {
 #[derive(Component, Debug, Clone, Default)]
 pub struct DeformableState {
     pub(crate) handle: Option<sim::BodyHandle>,
-    pub(crate) frozen: Option<String>,
+    /// Why the simulation froze the body, if it did.
+    pub(crate) frozen: Option<sim::FreezeReason>,
+    /// Why the body could not be created, if it could not.
+    pub(crate) rejected: Option<BodyError>,
     pub(crate) vertex_count: usize,
     pub(crate) attachment_offsets: Vec<Vec3>,
     pub(crate) render_points: Vec<sim::EmbeddedPoint>,
@@ -431,10 +435,26 @@ impl DeformableState {
         self.handle.is_some()
     }
 
-    /// Why the body was frozen after a numerical failure, or could not be created (invalid
-    /// material, pin out of range, ...), if either happened.
-    pub fn frozen(&self) -> Option<&str> {
-        self.frozen.as_deref()
+    /// What the body is in the simulation: waiting for its mesh, simulated, asleep, frozen
+    /// after a numerical failure, or rejected at creation (invalid material, pin out of
+    /// range, ...), with the typed reason.
+    pub fn status(&self) -> BodyStatus {
+        if let Some(error) = &self.rejected {
+            BodyStatus::Rejected(error.clone())
+        } else if let Some(reason) = &self.frozen {
+            BodyStatus::Frozen(reason.clone())
+        } else if self.handle.is_none() {
+            BodyStatus::Waiting
+        } else if self.asleep {
+            BodyStatus::Sleeping
+        } else {
+            BodyStatus::Simulated
+        }
+    }
+
+    /// Whether the body is frozen or was rejected (see [`DeformableState::status`]).
+    pub fn failed(&self) -> bool {
+        self.frozen.is_some() || self.rejected.is_some()
     }
 
     /// Number of simulation vertices.

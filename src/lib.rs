@@ -32,6 +32,7 @@ pub mod messages;
 pub mod plugin;
 mod render;
 pub mod sim;
+pub mod status;
 pub mod tuning;
 
 pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld};
@@ -57,7 +58,8 @@ pub mod prelude {
         DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, ElasticModel,
         FrictionModel, SolverChoice,
     };
-    pub use crate::sim::{TetMesh, TriangleSurface};
+    pub use crate::sim::{FreezeReason, TetMesh, TriangleSurface};
+    pub use crate::status::{BodyError, BodyStatus};
     pub use crate::tuning::{
         LoadTuning, MaterialPreset, SaveTuning, SceneTuning, TuningFile, TuningPlugin,
     };

@@ -3,6 +3,8 @@
 use bevy::ecs::entity::Entity;
 use bevy::prelude::Message;
 
+use crate::sim::FreezeReason;
+
 /// A body was stopped after a numerical failure (restored to its last good state, frozen).
 ///
 /// # Scheduling
@@ -12,7 +14,7 @@ pub struct BodyFrozen {
     /// The body's entity.
     pub entity: Entity,
     /// What went wrong.
-    pub reason: String,
+    pub reason: FreezeReason,
 }
 
 /// A body fell asleep: at rest (with the bodies it touches) for [`crate::DeformableConfig::sleep_delay`],

@@ -58,6 +58,7 @@ use crate::history::{StepHistory, StepSample};
 use crate::messages::{BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene};
 use crate::render;
 use crate::sim::{self, BodyHandle, ObstacleHandle, SoftWorld, WorldSettings};
+use crate::status::BodyError;
 
 /// Run-time settings of the simulation; edits apply from the next fixed step. Serializable
 /// (see [`crate::tuning::SceneTuning`]); the pause state is not saved.
@@ -599,7 +600,7 @@ fn create_body(
     pin: Option<&Pin>,
     attachment: Option<(&Attachment, &GlobalTransform)>,
     state: &mut DeformableState,
-) -> Result<(BodyHandle, Arc<sim::TetMesh>), String> {
+) -> Result<(BodyHandle, Arc<sim::TetMesh>), BodyError> {
     let scale = transform.scale;
     let mesh = if scale == Vec3::ONE {
         mesh
@@ -612,33 +613,28 @@ fn create_body(
                 .collect(),
             mesh.tets().iter().map(|t| t.map(|v| v as usize)).collect(),
         )
-        .map_err(|e| format!("scaled mesh invalid: {e}"))?;
+        .map_err(BodyError::ScaledMesh)?;
         Arc::new(scaled)
     };
-    let h = world
-        .world
-        .add_body_with_pose(
-            mesh.clone(),
-            material.to_sim(),
-            to_sim(transform.translation),
-            quat_to_sim(transform.rotation),
-        )
-        .map_err(|e| e.to_string())?;
-    let result = (|| -> Result<(), String> {
-        let positions = world
-            .world
-            .positions(h)
-            .map_err(|e| e.to_string())?
-            .to_vec();
+    let h = world.world.add_body_with_pose(
+        mesh.clone(),
+        material.to_sim(),
+        to_sim(transform.translation),
+        quat_to_sim(transform.rotation),
+    )?;
+    let result = (|| -> Result<(), BodyError> {
+        let positions = world.world.positions(h)?.to_vec();
+        let out_of_range = |role, vertex| BodyError::VertexOutOfRange {
+            role,
+            vertex,
+            count: positions.len(),
+        };
         if let Some(pin) = pin {
             for &v in &pin.vertices {
                 let p = *positions
                     .get(v as usize)
-                    .ok_or_else(|| format!("pinned vertex {v} out of range"))?;
-                world
-                    .world
-                    .pin(h, v as usize, p)
-                    .map_err(|e| e.to_string())?;
+                    .ok_or_else(|| out_of_range("pinned", v))?;
+                world.world.pin(h, v as usize, p)?;
             }
         }
         if let Some((attachment, target)) = attachment {
@@ -647,24 +643,20 @@ fn create_body(
             for &v in &attachment.vertices {
                 let p = *positions
                     .get(v as usize)
-                    .ok_or_else(|| format!("attached vertex {v} out of range"))?;
+                    .ok_or_else(|| out_of_range("attached", v))?;
                 state
                     .attachment_offsets
                     .push(inverse.transform_point3(to_bevy(&p)));
                 world
                     .world
-                    .attach(h, v as usize, attachment.stiffness as f64, p)
-                    .map_err(|e| e.to_string())?;
+                    .attach(h, v as usize, attachment.stiffness as f64, p)?;
             }
         }
         if let CollisionProxy::SurfaceAndPoints(points) = proxy {
             let rest: Vec<sim::Vec3> = points.iter().map(|p| to_sim(*p * scale)).collect();
-            let mut proxies = world.world.proxies(h).map_err(|e| e.to_string())?.to_vec();
+            let mut proxies = world.world.proxies(h)?.to_vec();
             proxies.extend(sim::embed::embed_points(&mesh, &rest));
-            world
-                .world
-                .set_proxies(h, proxies)
-                .map_err(|e| e.to_string())?;
+            world.world.set_proxies(h, proxies)?;
         }
         Ok(())
     })();
@@ -710,7 +702,7 @@ fn create_bodies(
         mut state,
     ) in &mut bodies
     {
-        if state.handle.is_some() || state.frozen.is_some() {
+        if state.handle.is_some() || state.failed() {
             continue;
         }
         let mesh = match &body.mesh {
@@ -789,7 +781,7 @@ fn create_bodies(
             }
             Err(e) => {
                 warn!("deformable body {entity} not created: {e}");
-                state.frozen = Some(e);
+                state.rejected = Some(e);
             }
         }
     }
@@ -942,9 +934,11 @@ fn step_world(
     for (entity, mut state) in &mut bodies {
         let Some(h) = state.handle else { continue };
         if let Some((_, reason)) = report.frozen.iter().find(|(fh, _)| *fh == h) {
-            let reason = reason.to_string();
             state.frozen = Some(reason.clone());
-            frozen_messages.write(BodyFrozen { entity, reason });
+            frozen_messages.write(BodyFrozen {
+                entity,
+                reason: reason.clone(),
+            });
         }
         if report.woke.contains(&h) {
             woke.write(BodyWoke { entity });
@@ -986,7 +980,7 @@ fn step_world(
         before.clear();
         before.extend_from_slice(now);
     }
-    stats.frozen_bodies = bodies.iter().filter(|(_, s)| s.frozen.is_some()).count();
+    stats.frozen_bodies = bodies.iter().filter(|(_, s)| s.failed()).count();
 }
 
 /// After a step: the render points of every body, kept beside the previous step's.

@@ -20,6 +20,7 @@ use crate::history::StepHistory;
 use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, ElasticModel, FrictionModel, SolverChoice};
 use crate::sim::MAX_ANDERSON_WINDOW;
+use crate::status::BodyStatus;
 use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
 
 /// The frame budget line of the timing plot (ms).
@@ -142,7 +143,7 @@ fn body_list(ui: &mut egui::Ui, p: &mut Panel) {
     let mut rows: Vec<(Entity, String, bool)> = p
         .bodies
         .iter()
-        .map(|(e, name, state, _, _)| (e, body_label(e, name), state.frozen().is_some()))
+        .map(|(e, name, state, _, _)| (e, body_label(e, name), state.failed()))
         .collect();
     rows.sort_by_key(|r| r.0);
     egui::CollapsingHeader::new(format!("Bodies ({})", rows.len()))
@@ -184,8 +185,14 @@ fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
         .default_open(true)
         .show(ui, |ui| {
             ui.label(format!("{} vertices", state.vertex_count()));
-            if let Some(reason) = state.frozen() {
-                ui.colored_label(Color32::LIGHT_RED, format!("frozen: {reason}"));
+            match state.status() {
+                BodyStatus::Frozen(reason) => {
+                    ui.colored_label(Color32::LIGHT_RED, format!("frozen: {reason}"));
+                }
+                BodyStatus::Rejected(error) => {
+                    ui.colored_label(Color32::LIGHT_RED, format!("not created: {error}"));
+                }
+                _ => {}
             }
             let mut m = *material;
             material_editor(ui, &mut m);

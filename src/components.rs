@@ -50,11 +50,18 @@ pub enum TetMeshSource {
 ///     ));
 /// }
 /// ```
-#[derive(Component, Debug, Clone)]
+#[derive(Component, Reflect, Debug, Clone)]
+#[reflect(Component, Clone)]
 #[require(SoftMaterial, Transform, CollisionProxy, DeformableState)]
 pub struct DeformableBody {
-    /// The tet mesh.
+    /// The tet mesh (not reflected: a reflected copy holds an unloaded asset handle).
+    #[reflect(ignore, default = "unloaded_mesh")]
     pub mesh: TetMeshSource,
+}
+
+/// The mesh source a reflected [`DeformableBody`] is rebuilt with: an asset never loaded.
+fn unloaded_mesh() -> TetMeshSource {
+    TetMeshSource::Asset(Handle::default())
 }
 
 impl From<sim::TetMesh> for DeformableBody {
@@ -259,7 +266,8 @@ impl SoftMaterial {
 }
 
 /// Which points of a body collide with obstacles.
-#[derive(Component, Debug, Clone, Default)]
+#[derive(Component, Reflect, Debug, Clone, Default)]
+#[reflect(Component, Default, Clone)]
 pub enum CollisionProxy {
     /// The boundary vertices of the tet mesh. Default.
     #[default]
@@ -273,10 +281,12 @@ pub enum CollisionProxy {
 /// (translation and rotation, computed from its `Transform` and parents each fixed step; scale is
 /// ignored). Moving the entity moves the obstacle, and its
 /// velocity from one fixed step to the next enters the contacts (a moving paddle pushes bodies).
-#[derive(Component, Debug, Clone)]
+#[derive(Component, Reflect, Debug, Clone)]
+#[reflect(Component, Clone)]
 #[require(Transform)]
 pub struct Obstacle {
-    /// The shape, in the entity's frame.
+    /// The shape, in the entity's frame (not reflected: a reflected copy is a floor).
+    #[reflect(ignore, default = "reflected_shape")]
     pub shape: sim::ObstacleShape,
     /// Coulomb friction coefficient, combined with the body's by the combine rules. Default 0.5.
     pub friction: f32,
@@ -286,6 +296,13 @@ pub struct Obstacle {
     pub friction_combine: CombineRule,
     /// How restitution combines with the body's. Default: average.
     pub restitution_combine: CombineRule,
+}
+
+/// The shape a reflected [`Obstacle`] is rebuilt with: the half-space below `y = 0`.
+fn reflected_shape() -> sim::ObstacleShape {
+    sim::ObstacleShape::HalfSpace {
+        normal: sim::Vec3::y(),
+    }
 }
 
 impl Obstacle {
@@ -366,7 +383,8 @@ impl Obstacle {
 pub struct InitialVelocity(pub Vec3);
 
 /// Vertices of the body held exactly where they are when the body is created.
-#[derive(Component, Debug, Clone, Default)]
+#[derive(Component, Reflect, Debug, Clone, Default)]
+#[reflect(Component, Default, Clone)]
 pub struct Pin {
     /// Vertex indices of the body's tet mesh.
     pub vertices: Vec<u32>,
@@ -375,7 +393,8 @@ pub struct Pin {
 /// Vertices tied to another entity by zero-rest-length springs: each vertex keeps the offset
 /// it had from `target` when the body was created and follows the target's `GlobalTransform`
 /// (a hand, a bone, a moving platform).
-#[derive(Component, Debug, Clone)]
+#[derive(Component, Reflect, Debug, Clone)]
+#[reflect(Component, Clone)]
 pub struct Attachment {
     /// The entity to follow.
     pub target: Entity,

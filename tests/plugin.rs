@@ -905,3 +905,45 @@ fn bodies_land_on_each_other_and_a_thrown_body_moves() {
     let z = positions(&app, thrown).iter().map(|p| p.z).sum::<f64>() / 64.0;
     assert!(z > 0.1, "the thrown cube moved only {z} m");
 }
+
+/// Every component of the crate is registered for reflection with its `ReflectComponent`
+/// (editor and inspector crates find them), and a reflected `Pin` shows its vertices.
+#[test]
+fn components_are_reflected() {
+    use bevy::ecs::reflect::{AppTypeRegistry, ReflectComponent};
+    use bevy::reflect::{ReflectRef, TypeRegistration};
+    let app = app();
+    let registry = app.world().resource::<AppTypeRegistry>().read();
+    let has_component =
+        |r: Option<&TypeRegistration>| r.is_some_and(|r| r.data::<ReflectComponent>().is_some());
+    assert!(has_component(
+        registry.get(std::any::TypeId::of::<DeformableBody>())
+    ));
+    assert!(has_component(
+        registry.get(std::any::TypeId::of::<SoftMaterial>())
+    ));
+    assert!(has_component(
+        registry.get(std::any::TypeId::of::<CollisionProxy>())
+    ));
+    assert!(has_component(
+        registry.get(std::any::TypeId::of::<Obstacle>())
+    ));
+    assert!(has_component(registry.get(std::any::TypeId::of::<Pin>())));
+    assert!(has_component(
+        registry.get(std::any::TypeId::of::<Attachment>())
+    ));
+    assert!(has_component(
+        registry.get(std::any::TypeId::of::<InitialVelocity>())
+    ));
+    let pin = Pin {
+        vertices: vec![1, 2, 3],
+    };
+    let ReflectRef::Struct(fields) = bevy::reflect::PartialReflect::reflect_ref(&pin) else {
+        panic!("a struct");
+    };
+    let vertices = fields
+        .field("vertices")
+        .and_then(|v| v.try_downcast_ref::<Vec<u32>>())
+        .expect("reflected vertices");
+    assert_eq!(vertices, &vec![1, 2, 3]);
+}

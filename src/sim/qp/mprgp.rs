@@ -484,8 +484,11 @@ impl Mprgp {
             }
         }
         if outside {
-            // Out of iterations inside a chain: return its projection.
+            // Out of iterations inside a chain: return its projection, with its residual.
             self.leave_chain(problem.a);
+            self.chopped_at_rows();
+            stats.relative_residual =
+                self.residual_norm() / if b_norm > 0.0 { b_norm } else { 1.0 };
         }
         stats.active = self.active.iter().filter(|&&a| a).count();
         for ((xi, zi), si) in x.iter_mut().zip(&self.z).zip(&self.scale) {

@@ -1,0 +1,202 @@
+//! [`DeformablePlugin`]: settings, the fixed-step pipeline and its system sets, one file per
+//! part: `config` (settings), `world` (the simulation world resource), `sync` (ECS ->
+//! simulation), `create` (new bodies), `step` (the step and its messages) and `writeback`
+//! (render points, `Transform`s and render meshes).
+//!
+//! The step runs in `FixedUpdate` as three chained sets ([`DeformableSystems`]):
+//!
+//! 1. **Sync** — create bodies for new [`DeformableBody`] entities (asset-backed ones once their
+//!    mesh has loaded), remove despawned ones, push material edits (that body alone is
+//!    refactored), obstacle poses and velocities, attachment targets and the settings into the
+//!    simulation world.
+//! 2. **Step** — advance the [`SoftWorld`](crate::sim::SoftWorld) by the fixed time step;
+//!    record diagnostics; write [`BodyFrozen`], [`BodySlept`], [`BodyWoke`],
+//!    [`ContactStarted`] and [`ContactEnded`] messages.
+//! 3. **Writeback** — evaluate each body's render points (its surface vertices, or the vertices
+//!    of the game's own embedded mesh) and keep them beside the previous step's.
+//!
+//! Every frame, in `PostUpdate` before transform propagation, [`DeformableSystems::Render`]
+//! blends the last two fixed steps by the fixed clock's overstep fraction (so motion is smooth
+//! when the frame rate and the 64 Hz step disagree; [`DeformableConfig::interpolate`]), moves the
+//! body's `Transform` to the points' mean, turned by the body's best-fit rotation since it was
+//! created (shape matching, so children of the body turn with it), and writes the render mesh
+//! in that frame.
+//!
+//! The simulation world is the one authoritative copy of the vertices; ECS data flows in during
+//! Sync and out during Writeback, never both ways.
+
+mod config;
+mod create;
+mod step;
+mod sync;
+mod world;
+mod writeback;
+
+pub use config::{DeformableConfig, ElasticModel, FrictionModel, SolverChoice};
+pub use world::DeformableWorld;
+
+use bevy::app::{App, FixedUpdate, Plugin, PostUpdate};
+use bevy::asset::AssetApp;
+use bevy::diagnostic::{Diagnostic, RegisterDiagnostic};
+use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
+use bevy::math::Vec3;
+use bevy::transform::TransformSystems;
+
+use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
+use crate::components::{
+    Attachment, CollisionProxy, DeformableBody, InitialVelocity, Obstacle, Pin, SoftMaterial,
+};
+use crate::diagnostics::{self, DeformableDiagnostics};
+use crate::grab::{GrabTool, sync_grab};
+use crate::history::StepHistory;
+use crate::messages::{BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene};
+use create::create_bodies;
+use step::step_world;
+use sync::{
+    apply_config, remove_bodies, reset_scene, sync_attachments, sync_materials, sync_obstacles,
+    sync_pins,
+};
+use writeback::{draw_interpolated, record_render_points};
+
+/// The system sets of the fixed step, in order (see the module docs).
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeformableSystems {
+    /// ECS -> simulation.
+    Sync,
+    /// The simulation step.
+    Step,
+    /// Simulation -> ECS: the render points of this step.
+    Writeback,
+    /// In `PostUpdate`: transforms and render meshes, interpolated between the last two steps.
+    Render,
+}
+
+/// Soft bodies for Bevy. Add it after `DefaultPlugins` (or, headless, after `MinimalPlugins`,
+/// `AssetPlugin`, `MeshPlugin` and `TransformPlugin`).
+///
+/// # Example
+/// ```
+/// use bevy::prelude::*;
+/// use bevy_deformable::prelude::*;
+/// let mut app = App::new();
+/// app.add_plugins((
+///     MinimalPlugins,
+///     bevy::asset::AssetPlugin::default(),
+///     bevy::mesh::MeshPlugin,
+///     bevy::transform::TransformPlugin,
+///     DeformablePlugin::default().with_iterations(8).with_gravity(Vec3::new(0.0, -9.81, 0.0)),
+/// ));
+/// app.update();
+/// ```
+///
+/// # Panics
+/// When built without `AssetPlugin` and `MeshPlugin` (both in `DefaultPlugins`): it registers an
+/// asset type and writes render meshes.
+#[derive(Debug, Clone, Default)]
+pub struct DeformablePlugin {
+    /// The initial settings.
+    pub config: DeformableConfig,
+}
+
+impl DeformablePlugin {
+    /// Builder: gravity (m/s^2).
+    pub fn with_gravity(mut self, gravity: Vec3) -> Self {
+        self.config.gravity = gravity;
+        self
+    }
+
+    /// Builder: PD iterations per substep.
+    pub fn with_iterations(mut self, iterations: u32) -> Self {
+        self.config.pd_iterations = iterations;
+        self
+    }
+
+    /// Builder: substeps per fixed step.
+    pub fn with_substeps(mut self, substeps: u32) -> Self {
+        self.config.substeps = substeps;
+        self
+    }
+
+    /// Builder: contact margin (m).
+    pub fn with_contact_margin(mut self, margin: f32) -> Self {
+        self.config.contact_margin = margin;
+        self
+    }
+}
+
+impl Plugin for DeformablePlugin {
+    fn build(&self, app: &mut App) {
+        assert!(
+            app.is_plugin_added::<bevy::asset::AssetPlugin>()
+                && app.is_plugin_added::<bevy::mesh::MeshPlugin>(),
+            "DeformablePlugin needs AssetPlugin and MeshPlugin (both in DefaultPlugins): add them first"
+        );
+        app.init_asset::<TetMeshAsset>()
+            .register_asset_loader(TetGenLoader)
+            .register_asset_loader(GmshLoader)
+            .insert_resource(self.config.clone())
+            .init_resource::<DeformableWorld>()
+            .init_resource::<DeformableDiagnostics>()
+            .init_resource::<StepHistory>()
+            .init_resource::<GrabTool>()
+            .register_type::<DeformableConfig>()
+            .register_type::<DeformableDiagnostics>()
+            .register_type::<SoftMaterial>()
+            .register_type::<InitialVelocity>()
+            .register_type::<DeformableBody>()
+            .register_type::<CollisionProxy>()
+            .register_type::<Obstacle>()
+            .register_type::<Pin>()
+            .register_type::<Attachment>()
+            .add_message::<BodyFrozen>()
+            .add_message::<BodySlept>()
+            .add_message::<BodyWoke>()
+            .add_message::<ContactStarted>()
+            .add_message::<ContactEnded>()
+            .add_message::<ResetScene>()
+            .register_diagnostic(Diagnostic::new(diagnostics::STEP_TIME).with_suffix("ms"))
+            .register_diagnostic(Diagnostic::new(diagnostics::MPRGP_ITERATIONS))
+            .register_diagnostic(Diagnostic::new(diagnostics::CONSTRAINTS))
+            .register_diagnostic(Diagnostic::new(diagnostics::KKT_RESIDUAL))
+            .register_diagnostic(Diagnostic::new(diagnostics::CONTACT_REGIONS))
+            .register_diagnostic(Diagnostic::new(diagnostics::LCP_ITERATIONS))
+            .register_diagnostic(Diagnostic::new(diagnostics::LCP_RESIDUAL).with_suffix("m/s"))
+            .configure_sets(
+                FixedUpdate,
+                (
+                    DeformableSystems::Sync,
+                    DeformableSystems::Step,
+                    DeformableSystems::Writeback,
+                )
+                    .chain(),
+            )
+            .add_systems(
+                FixedUpdate,
+                (
+                    (
+                        apply_config,
+                        remove_bodies,
+                        reset_scene,
+                        create_bodies,
+                        sync_materials,
+                        sync_pins,
+                        sync_obstacles,
+                        sync_attachments,
+                        sync_grab,
+                    )
+                        .chain()
+                        .in_set(DeformableSystems::Sync),
+                    step_world.in_set(DeformableSystems::Step),
+                    record_render_points.in_set(DeformableSystems::Writeback),
+                ),
+            )
+            .configure_sets(
+                PostUpdate,
+                DeformableSystems::Render.before(TransformSystems::Propagate),
+            )
+            .add_systems(
+                PostUpdate,
+                draw_interpolated.in_set(DeformableSystems::Render),
+            );
+    }
+}

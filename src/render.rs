@@ -143,3 +143,35 @@ pub(crate) fn write_interpolated(
         mesh.compute_flat_normals();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cloud turned and moved rigidly yields its turn, whatever the last turn it is given
+    /// (up to the sign that keeps the blend short), and a collapsed cloud keeps the last one.
+    #[test]
+    fn matched_turn_recovers_a_rigid_rotation() {
+        let reference: Vec<Vec3> = (0..20)
+            .map(|i| {
+                let t = i as f32;
+                Vec3::new((t * 0.7).sin(), (t * 1.3).cos() * 0.5, t * 0.05 - 0.5)
+            })
+            .collect();
+        let mean = reference.iter().copied().sum::<Vec3>() / reference.len() as f32;
+        let reference: Vec<Vec3> = reference.iter().map(|q| *q - mean).collect();
+        let turn = Quat::from_axis_angle(Vec3::new(0.3, 1.0, -0.2).normalize(), 2.5);
+        let centre = Vec3::new(4.0, -1.0, 2.0);
+        let points: Vec<Vec3> = reference.iter().map(|q| centre + turn * *q).collect();
+        for fallback in [Quat::IDENTITY, -turn, turn] {
+            let found = matched_turn(&reference, &points, centre, fallback);
+            assert!(
+                found.angle_between(turn) < 1e-4,
+                "{found:?} against {turn:?}"
+            );
+            assert!(found.dot(fallback) >= 0.0);
+        }
+        let collapsed = vec![centre; reference.len()];
+        assert_eq!(matched_turn(&reference, &collapsed, centre, turn), turn);
+    }
+}

@@ -404,6 +404,19 @@ pub struct Attachment {
     pub stiffness: f32,
 }
 
+/// Marks a body entity the plugin has created in the simulation, with its handle there (use it
+/// with [`crate::DeformableWorld::world`] for the core's per-body queries). Inserted by the
+/// plugin once the body exists; the plugin's creation pass skips entities that have it.
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeformableHandle(pub(crate) sim::BodyHandle);
+
+impl DeformableHandle {
+    /// The body's handle in the simulation world.
+    pub fn handle(&self) -> sim::BodyHandle {
+        self.0
+    }
+}
+
 /// The body's state in the simulation, kept by the plugin. Read-only for games.
 #[derive(Component, Debug, Clone, Default)]
 pub struct DeformableState {

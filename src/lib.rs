@@ -42,8 +42,8 @@ pub mod prelude {
     pub use crate::assets::TetMeshAsset;
     pub use crate::body_shapes::MeshBodyError;
     pub use crate::components::{
-        Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableState, InitialVelocity,
-        Obstacle, Pin, SoftMaterial, StrainLimits,
+        Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableHandle, DeformableState,
+        InitialVelocity, Obstacle, Pin, SoftMaterial, StrainLimits,
     };
     pub use crate::diagnostics::DeformableDiagnostics;
     pub use crate::embedding::{enclosing_body, mesh_from_surface, surface_from_mesh};

@@ -367,6 +367,12 @@ fn a_resting_body_sleeps_is_drawn_still_and_wakes_on_a_material_edit() {
         if steps == 1 {
             let status = app.world().get::<DeformableState>(body).unwrap().status();
             assert_eq!(status, BodyStatus::Simulated);
+            // The created body carries its handle in the simulation.
+            let handle = app.world().get::<DeformableHandle>(body).unwrap().handle();
+            assert_eq!(
+                Some(handle),
+                app.world().resource::<DeformableWorld>().body(body)
+            );
         }
     }
     assert_eq!(
@@ -588,6 +594,7 @@ fn invalid_obstacles_and_materials_are_reported_not_fatal() {
     for _ in 0..5 {
         app.update();
     }
+    assert!(app.world().get::<DeformableHandle>(bad_pin).is_none());
     assert_eq!(
         app.world()
             .get::<DeformableState>(bad_pin)

@@ -8,13 +8,13 @@ use bevy::ecs::entity::Entity;
 use bevy::log::warn;
 use bevy::math::Vec3;
 use bevy::mesh::{Mesh, Mesh3d};
-use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Transform};
+use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Transform, Without};
 use bevy::transform::helper::TransformHelper;
 
 use crate::assets::TetMeshAsset;
 use crate::components::{
-    Attachment, CollisionProxy, DeformableBody, DeformableState, InitialVelocity, Pin,
-    SoftMaterial, TetMeshSource,
+    Attachment, CollisionProxy, DeformableBody, DeformableHandle, DeformableState, InitialVelocity,
+    Pin, SoftMaterial, TetMeshSource,
 };
 use crate::convert::{quat_to_sim, to_bevy, to_sim};
 use crate::render;
@@ -109,18 +109,21 @@ pub(super) fn create_bodies(
     mut world: ResMut<DeformableWorld>,
     tet_assets: Res<Assets<TetMeshAsset>>,
     mut meshes: ResMut<Assets<Mesh>>,
-    mut bodies: Query<(
-        Entity,
-        &DeformableBody,
-        &SoftMaterial,
-        &CollisionProxy,
-        &Transform,
-        Option<&Pin>,
-        Option<&Attachment>,
-        Option<&Mesh3d>,
-        Option<&InitialVelocity>,
-        &mut DeformableState,
-    )>,
+    mut bodies: Query<
+        (
+            Entity,
+            &DeformableBody,
+            &SoftMaterial,
+            &CollisionProxy,
+            &Transform,
+            Option<&Pin>,
+            Option<&Attachment>,
+            Option<&Mesh3d>,
+            Option<&InitialVelocity>,
+            &mut DeformableState,
+        ),
+        Without<DeformableHandle>,
+    >,
     transforms: TransformHelper,
 ) {
     for (
@@ -208,6 +211,7 @@ pub(super) fn create_bodies(
                     }
                 };
                 state.handle = Some(h);
+                commands.entity(entity).insert(DeformableHandle(h));
                 state.vertex_count = mesh.vertex_count();
                 state.render_points = points;
                 state.spawn_rotation = transform.rotation;

@@ -237,10 +237,7 @@ fn variants_table() -> Vec<String> {
     );
     let mut json = Vec::new();
     for e in [2e5, 1e7] {
-        let variants = CgChain::ALL
-            .into_iter()
-            .flat_map(|c| ExpansionSafeguard::ALL.map(|s| (c, s)));
-        for (chain, safeguard) in variants {
+        for (chain, safeguard) in MprgpSettings::variants() {
             let d = drop_cube_with("variant", FemModel::FixedCorotated, e, chain, safeguard);
             println!(
                 "{:<8.0e} {:<9} {:<16}  {:>16.2}  {:>14.1}  {:>5.2}  {:>11.1e}",

@@ -378,10 +378,7 @@ fn variants_table() -> Vec<VariantRow> {
         ("stiff 1e7", rubber().with_youngs_modulus(1e7)),
     ] {
         let (mut system, b, rows) = record_newton_qp(material);
-        let combinations = CgChain::ALL
-            .into_iter()
-            .flat_map(|c| ExpansionSafeguard::ALL.map(|s| (c, s)));
-        for (chain, safeguard) in combinations {
+        for (chain, safeguard) in MprgpSettings::variants() {
             let v = variant_run(&mut system, &b, &rows, chain, safeguard);
             println!(
                 "{:<13} {:<9} {:<16} {:>5} {:>5} {:>11} {:>11} {:>14} {:>7.2} {:>5.0e}",

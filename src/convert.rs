@@ -17,6 +17,12 @@ pub fn to_bevy(v: &sim::Vec3) -> Vec3 {
     Vec3::new(v.x as f32, v.y as f32, v.z as f32)
 }
 
+/// Core rotation to Bevy rotation.
+#[inline]
+pub fn quat_to_bevy(q: &UnitQuaternion<f64>) -> Quat {
+    Quat::from_xyzw(q.i as f32, q.j as f32, q.k as f32, q.w as f32).normalize()
+}
+
 /// Bevy rotation to core rotation.
 #[inline]
 pub fn quat_to_sim(q: Quat) -> UnitQuaternion<f64> {

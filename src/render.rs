@@ -16,7 +16,7 @@ use bevy::asset::RenderAssetUsages;
 use bevy::math::{Quat, Vec3};
 use bevy::mesh::{Indices, Mesh, PrimitiveTopology, VertexAttributeValues};
 
-use crate::convert::{to_bevy, to_sim};
+use crate::convert::{quat_to_bevy, to_bevy, to_sim};
 use crate::sim::{self, EmbeddedPoint};
 
 /// A render mesh of the tet mesh's boundary: one render vertex per surface vertex (smooth
@@ -96,9 +96,9 @@ pub(crate) fn matched_turn(
         return fallback;
     }
     let r = sim::polar::polar_rotation(&(a / norm));
-    let rotation = nalgebra::Rotation3::from_matrix_unchecked(r);
-    let q = nalgebra::UnitQuaternion::from_rotation_matrix(&rotation);
-    let quat = Quat::from_xyzw(q.i as f32, q.j as f32, q.k as f32, q.w as f32).normalize();
+    let quat = quat_to_bevy(&nalgebra::UnitQuaternion::from_rotation_matrix(
+        &nalgebra::Rotation3::from_matrix_unchecked(r),
+    ));
     // The same turn as the last, not its antipode, so that the blend between steps is short.
     if quat.dot(fallback) < 0.0 {
         -quat

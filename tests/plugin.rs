@@ -64,6 +64,16 @@ fn cube() -> DeformableBody {
     DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.2), 3))
 }
 
+/// A cube spawned just above a floor (both spawned into `app`); returns the cube.
+fn resting_cube(app: &mut App) -> Entity {
+    let body = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
+        .id();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    body
+}
+
 fn positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
     app.world()
         .resource::<DeformableWorld>()
@@ -348,11 +358,7 @@ fn contact_messages_arrive_in_order() {
 #[test]
 fn a_resting_body_sleeps_is_drawn_still_and_wakes_on_a_material_edit() {
     let mut app = app();
-    let body = app
-        .world_mut()
-        .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
-        .id();
-    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    let body = resting_cube(&mut app);
     let asleep = |app: &App| {
         app.world()
             .get::<DeformableState>(body)
@@ -420,11 +426,7 @@ fn a_resting_body_sleeps_is_drawn_still_and_wakes_on_a_material_edit() {
 fn the_solver_switches_live_from_the_config() {
     let run = |switch: bool| {
         let mut app = app();
-        let body = app
-            .world_mut()
-            .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
-            .id();
-        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        let body = resting_cube(&mut app);
         for step in 0..60 {
             if switch && step == 10 {
                 app.world_mut().resource_mut::<DeformableConfig>().solver =
@@ -453,11 +455,7 @@ fn the_solver_switches_live_from_the_config() {
 fn a_material_edit_changes_the_next_steps() {
     let run = |edit: bool| {
         let mut app = app();
-        let body = app
-            .world_mut()
-            .spawn((cube(), Transform::from_xyz(0.0, 0.21, 0.0)))
-            .id();
-        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        let body = resting_cube(&mut app);
         for step in 0..40 {
             if edit && step == 20 {
                 app.world_mut()

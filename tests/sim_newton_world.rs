@@ -277,14 +277,7 @@ fn attachments_and_the_grab_spring_pull_bodies_with_the_newton_solver() {
     let body = world
         .add_body(mesh.clone(), SoftMaterial::RUBBER, Vec3::zeros())
         .unwrap();
-    let (corner, start) = world
-        .positions(body)
-        .unwrap()
-        .iter()
-        .enumerate()
-        .max_by(|a, b| (a.1.x + a.1.y + a.1.z).total_cmp(&(b.1.x + b.1.y + b.1.z)))
-        .map(|(i, p)| (i, *p))
-        .unwrap();
+    let (corner, start) = common::far_corner(world.positions(body).unwrap());
     let centroid = |world: &SoftWorld| {
         let x = world.positions(body).unwrap();
         x.iter().sum::<Vec3>() / x.len() as f64

@@ -9,6 +9,8 @@ use bevy_deformable::sim::{
 };
 use nalgebra::UnitQuaternion;
 
+mod common;
+
 const DT: f64 = 1.0 / 60.0;
 
 fn cube(half: f64, res: usize) -> Arc<TetMesh> {
@@ -478,14 +480,7 @@ fn attached_vertex_drags_the_body_after_its_moving_target() {
     let body = world
         .add_body(cube(0.2, 3), SoftMaterial::RUBBER, Vec3::zeros())
         .unwrap();
-    let (v, start) = world
-        .positions(body)
-        .unwrap()
-        .iter()
-        .enumerate()
-        .max_by(|a, b| (a.1.x + a.1.y + a.1.z).total_cmp(&(b.1.x + b.1.y + b.1.z)))
-        .map(|(i, p)| (i, *p))
-        .unwrap();
+    let (v, start) = common::far_corner(world.positions(body).unwrap());
     world.attach(body, v, 2.0e4, start).unwrap();
     let c0 = centroid(world.positions(body).unwrap());
     for step in 1..=120 {

@@ -19,7 +19,7 @@ const FLOOR_TOLERANCE: f64 = 1e-3;
 /// Horizontal drift of the centre of mass (m) allowed from 1.5 s after the drop to the end.
 const DRIFT: f64 = 0.01;
 /// The grid's density (kg/m^3: `SoftMaterial::RUBBER`'s) and gravity (m/s^2).
-const DENSITY: f64 = 1100.0;
+const DENSITY: f64 = SoftMaterial::RUBBER.density;
 const GRAVITY: f64 = 9.81;
 /// Height of the bodies' centroid above the floor at rest shape (m: half their 0.5 m).
 const CENTROID_HEIGHT: f64 = 0.25;

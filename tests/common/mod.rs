@@ -78,3 +78,12 @@ pub fn penetration(world: &SoftWorld, a: BodyHandle, b: BodyHandle) -> f64 {
     }
     deepest
 }
+
+/// The vertex farthest along `(1, 1, 1)` (a box's outer corner) and where it is.
+pub fn far_corner(x: &[Vec3]) -> (usize, Vec3) {
+    x.iter()
+        .enumerate()
+        .max_by(|a, b| (a.1.x + a.1.y + a.1.z).total_cmp(&(b.1.x + b.1.y + b.1.z)))
+        .map(|(i, p)| (i, *p))
+        .expect("a body has vertices")
+}

@@ -110,6 +110,16 @@ impl ExpansionSafeguard {
     pub const ALL: [Self; 2] = [Self::Halving, Self::RepeatedGradient];
 }
 
+impl MprgpSettings {
+    /// Every combination of [`CgChain`] and [`ExpansionSafeguard`] (for tests and benches that
+    /// compare them).
+    pub fn variants() -> impl Iterator<Item = (CgChain, ExpansionSafeguard)> {
+        CgChain::ALL
+            .into_iter()
+            .flat_map(|c| ExpansionSafeguard::ALL.map(|s| (c, s)))
+    }
+}
+
 impl Default for MprgpSettings {
     fn default() -> Self {
         Self {
@@ -1028,16 +1038,9 @@ mod tests {
         assert!(worse >= 10, "{worse} of 20 plain solves were worse");
     }
 
-    /// Every combination of the CG chain and the expansion safeguard.
-    fn variants() -> impl Iterator<Item = (CgChain, ExpansionSafeguard)> {
-        CgChain::ALL
-            .into_iter()
-            .flat_map(|c| ExpansionSafeguard::ALL.map(|s| (c, s)))
-    }
-
     #[test]
     fn random_qps_satisfy_kkt_conditions() {
-        for (chain, safeguard) in variants() {
+        for (chain, safeguard) in MprgpSettings::variants() {
             random_qps_satisfy_kkt_conditions_with(chain, safeguard);
         }
     }
@@ -1159,7 +1162,7 @@ mod tests {
     /// as dual PGS, which handles coupled rows as a general LCP.
     #[test]
     fn corner_rows_reach_the_dual_pgs_optimum() {
-        for (chain, safeguard) in variants() {
+        for (chain, safeguard) in MprgpSettings::variants() {
             corner_rows_reach_the_dual_pgs_optimum_with(chain, safeguard);
         }
     }
@@ -1227,7 +1230,7 @@ mod tests {
         // Run with growing iteration caps: the objective of the returned (feasible) iterate
         // must decrease monotonically (MPRGP is a monotone method; a monotone chain returns
         // the projection of its last iterate, whose objective the chain kept from rising).
-        for (chain, safeguard) in variants() {
+        for (chain, safeguard) in MprgpSettings::variants() {
             for seed in [7, 8, 9] {
                 let (a, b, rows) = random_qp(seed, 12, 5);
                 let problem = QpProblem {

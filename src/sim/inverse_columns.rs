@@ -12,8 +12,14 @@
 //! ([`InverseColumns::reset`]). Memory is bounded ([`InverseColumns::new`]); when full, the
 //! least recently used column not used in the current step is replaced.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::pd::PdSystem;
 use super::sparse::SolveScratch;
+
+/// The last [`InverseColumns::generation`] handed out (process-wide, so that two caches never
+/// share one).
+static LAST_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// No slot.
 const NONE: u32 = u32::MAX;
@@ -39,6 +45,8 @@ pub struct InverseColumns {
     planned: Vec<u64>,
     /// The current [`InverseColumns::plan`] call.
     plan_stamp: u64,
+    /// Identifies the factor the columns are of (see [`InverseColumns::generation`]).
+    generation: u64,
     scratch: SolveScratch,
 }
 
@@ -53,6 +61,7 @@ impl InverseColumns {
 
     /// Forgets every column (the factor changed) and sizes the cache for `n` free vertices.
     pub fn reset(&mut self, n: usize, memory_bytes: usize) {
+        self.generation = LAST_GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
         self.n = n;
         self.capacity = (memory_bytes / (8 * n.max(1))).min(n);
         self.slot_of.clear();
@@ -62,6 +71,14 @@ impl InverseColumns {
         self.vertex_of.clear();
         self.used.clear();
         self.values.clear();
+    }
+
+    /// Identifies the factor the columns are of: unique among all caches of the process, and
+    /// changed by every [`InverseColumns::reset`]. A column cached under one generation has the
+    /// same values whenever it is (re)computed under it, so values derived from the columns
+    /// (the contact subspace's Schur complement) stay valid while the generation does.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Starts a new step: columns used from now on are kept over those used before.

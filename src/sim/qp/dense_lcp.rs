@@ -177,7 +177,8 @@ pub struct DenseLcp {
     position: Vec<u32>,
     /// A row of `S` at the factor's rows (scratch of an append).
     column: Vec<f64>,
-    /// The factor of the last subspace step's `S_AA`, valid within one solve.
+    /// The factor of the last subspace step's `S_AA`, valid while the matrix is the same
+    /// (within one solve, and across solves of [`DenseLcp::solve_again`] that say so).
     cholesky: UpdatableCholesky,
     /// The last active set whose subspace step failed in this solve.
     failed: Vec<usize>,
@@ -214,14 +215,33 @@ impl DenseLcp {
         tolerance: f64,
         max_sweeps: usize,
     ) -> DenseLcpStats {
+        self.solve_again(s, q, lambda, tolerance, max_sweeps, false)
+    }
+
+    /// [`DenseLcp::solve`], where `same_matrix` says that `s` is the matrix of this solver's
+    /// last solve, unchanged: the factor of the last subspace step's active set then still
+    /// holds, and is updated or used as it is instead of factored anew (a contact QP whose rows
+    /// stay from one PD iteration to the next, and whose active set does, costs a triangular
+    /// solve pair instead of a factorization).
+    pub fn solve_again(
+        &mut self,
+        s: &SymmetricRows,
+        q: &[f64],
+        lambda: &mut [f64],
+        tolerance: f64,
+        max_sweeps: usize,
+        same_matrix: bool,
+    ) -> DenseLcpStats {
         let m = q.len();
         debug_assert_eq!(s.dim(), m);
         debug_assert_eq!(lambda.len(), m);
         let mut stats = DenseLcpStats::default();
-        // A new matrix: the factor of the last solve's active set does not hold, and a set
-        // that failed may not fail now.
-        self.cholesky.clear();
-        self.failed.clear();
+        if !same_matrix || self.cholesky.ids().iter().any(|&a| a >= m) {
+            // A new matrix: the factor of the last solve's active set does not hold, and a set
+            // that failed may not fail now.
+            self.cholesky.clear();
+            self.failed.clear();
+        }
         self.failed_refinements = 0;
         lambda.iter_mut().for_each(|l| *l = l.max(0.0));
         loop {
@@ -690,5 +710,40 @@ mod tests {
             cold.sweeps < sweeps,
             "{cold:?} against {sweeps} plain sweeps"
         );
+    }
+
+    /// Solves of one matrix with new right-hand sides, the factor kept from one to the next
+    /// (`solve_again` with `same_matrix`), give what a fresh solver gives.
+    #[test]
+    fn a_kept_factor_solves_new_right_hand_sides() {
+        let mut rng = Rng(23);
+        let m = 30;
+        let (s, q) = random_lcp(&mut rng, m);
+        let sparse = rows(&s, m);
+        let mut kept = DenseLcp::default();
+        let mut lambda = vec![0.0; m];
+        assert!(
+            kept.solve(&sparse, &q, &mut lambda, 1e-11, 100_000)
+                .converged
+        );
+        for trial in 0..12 {
+            // Small changes keep the active set (the factor is used as it is); large ones
+            // change it (updates or a new factorization).
+            let size = if trial % 2 == 0 { 1e-3 } else { 0.5 };
+            let q2: Vec<f64> = q.iter().map(|v| v + size * rng.signed()).collect();
+            let mut again = lambda.clone();
+            let stats = kept.solve_again(&sparse, &q2, &mut again, 1e-11, 100_000, true);
+            assert!(stats.converged, "{trial}: {stats:?}");
+            let mut fresh = vec![0.0; m];
+            assert!(
+                DenseLcp::default()
+                    .solve(&sparse, &q2, &mut fresh, 1e-11, 100_000)
+                    .converged
+            );
+            for (a, b) in again.iter().zip(&fresh) {
+                assert!((a - b).abs() < 1e-8, "{trial}: {a} against {b}");
+            }
+            lambda = again;
+        }
     }
 }

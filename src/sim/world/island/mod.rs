@@ -371,7 +371,7 @@ pub(crate) struct Island {
     pub applied: Vec<Vec3>,
     /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
     lambda_prev: Vec<f64>,
-    /// Scratch of the contact-subspace solve ([`dual`]).
+    /// The contact subspace's `S = J A^-1 J'` ([`dual`]), kept while its rows come back.
     dual_s: crate::sim::qp::dense_lcp::SymmetricRows,
     dual_upper: crate::sim::qp::dense_lcp::SymmetricRows,
     /// Blocks of rows of `S`'s upper triangle, built in parallel ([`dual`]).
@@ -384,6 +384,19 @@ pub(crate) struct Island {
     dual_touched: Vec<u32>,
     dual_entries: Vec<dual::DualEntry>,
     dual_lcp: crate::sim::qp::dense_lcp::DenseLcp,
+    /// The rows the kept `S` (`dual_s`) and the LCP's factor are of, in the kept order; empty
+    /// where none is kept ([`dual`]).
+    dual_keys: Vec<dual::RowKey>,
+    /// `dual_keys`' indices sorted by key.
+    dual_order: Vec<u32>,
+    /// The current rows' keys, compared with `dual_keys`, and their indices sorted by key.
+    dual_keys_next: Vec<dual::RowKey>,
+    dual_order_next: Vec<u32>,
+    /// Per current row, its index in the kept matrix.
+    dual_kept_of: Vec<u32>,
+    /// `q` and the multipliers in the kept matrix's order of the rows.
+    dual_q_kept: Vec<f64>,
+    dual_lambda_kept: Vec<f64>,
     gradient: Vec<Vec3>,
     mprgp: Mprgp,
     forces: ContactForces,

@@ -952,3 +952,55 @@ fn components_are_reflected() {
         .expect("reflected vertices");
     assert_eq!(vertices, &vec![1, 2, 3]);
 }
+
+/// `DeformablePlugin::new` puts the step in another schedule: in `FixedPostUpdate` a body falls
+/// exactly as in the default `FixedUpdate` (same fixed clock, same steps); in a schedule of the
+/// game's own, run by hand, it steps only when that schedule runs.
+#[test]
+fn the_step_runs_in_the_schedule_the_plugin_names() {
+    #[derive(bevy::ecs::schedule::ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+    struct GamePhysics;
+    let fall = |plugin: DeformablePlugin, run_by_hand: bool| {
+        let mut app = App::new();
+        app.add_plugins((
+            MinimalPlugins,
+            AssetPlugin::default(),
+            MeshPlugin,
+            TransformPlugin,
+            plugin,
+        ));
+        if run_by_hand {
+            app.init_schedule(GamePhysics);
+        }
+        app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+        app.update();
+        let body = app
+            .world_mut()
+            .spawn((cube(), Transform::from_xyz(0.0, 2.0, 0.0)))
+            .id();
+        let mut heights = Vec::new();
+        for _ in 0..10 {
+            app.update();
+            if run_by_hand && heights.len() % 2 == 0 {
+                app.world_mut().run_schedule(GamePhysics);
+            }
+            heights.push(
+                app.world()
+                    .resource::<DeformableWorld>()
+                    .positions(body)
+                    .map_or(f64::NAN, lowest),
+            );
+        }
+        heights
+    };
+    let default = fall(DeformablePlugin::default(), false);
+    let post = fall(DeformablePlugin::new(FixedPostUpdate), false);
+    assert_eq!(default, post);
+    assert!(default[9] < default[0] - 1e-3, "{default:?}");
+    // By hand, every other update: five steps of the game's schedule (its `Time` there is the
+    // virtual clock, advanced by one fixed step per update by the test's time strategy).
+    let by_hand = fall(DeformablePlugin::new(GamePhysics), true);
+    let moved = by_hand.windows(2).filter(|w| w[1] != w[0]).count();
+    assert!((4..=5).contains(&moved), "{by_hand:?}");
+    assert!(by_hand[9] < by_hand[0] - 1e-3, "{by_hand:?}");
+}

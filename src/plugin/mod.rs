@@ -3,13 +3,15 @@
 //! simulation), `create` (new bodies), `step` (the step and its messages) and `writeback`
 //! (render points, `Transform`s and render meshes).
 //!
-//! The step runs in `FixedUpdate` as three chained sets ([`DeformableSystems`]):
+//! The step runs in the plugin's schedule (`FixedUpdate` unless [`DeformablePlugin::new`] names
+//! another) as three chained sets ([`DeformableSystems`]):
 //!
 //! 1. **Sync** — create bodies for new [`DeformableBody`] entities (asset-backed ones once their
 //!    mesh has loaded), remove despawned ones, push material edits (that body alone is
 //!    refactored), obstacle poses and velocities, attachment targets and the settings into the
 //!    simulation world.
-//! 2. **Step** — advance the [`SoftWorld`](crate::sim::SoftWorld) by the fixed time step;
+//! 2. **Step** — advance the [`SoftWorld`](crate::sim::SoftWorld) by the schedule's time step
+//!    (`Time`: the fixed clock's in the fixed schedules);
 //!    record diagnostics; write [`BodyFrozen`], [`BodySlept`], [`BodyWoke`],
 //!    [`ContactStarted`] and [`ContactEnded`] messages.
 //! 3. **Writeback** — evaluate each body's render points (its surface vertices, or the vertices
@@ -17,7 +19,8 @@
 //!
 //! Every frame, in `PostUpdate` before transform propagation, [`DeformableSystems::Render`]
 //! blends the last two fixed steps by the fixed clock's overstep fraction (so motion is smooth
-//! when the frame rate and the 64 Hz step disagree; [`DeformableConfig::interpolate`]), moves the
+//! when the frame rate and the 64 Hz step disagree; [`DeformableConfig::interpolate`]; in a
+//! schedule outside the fixed loop there is nothing to blend and the last step is drawn), moves the
 //! body's `Transform` to the points' mean, turned by the body's best-fit rotation since it was
 //! created (shape matching, so children of the body turn with it), and writes the render mesh
 //! in that frame.
@@ -35,10 +38,13 @@ mod writeback;
 pub use config::{DeformableConfig, ElasticModel, FrictionModel, SolverChoice};
 pub use world::DeformableWorld;
 
-use bevy::app::{App, FixedUpdate, Plugin, PostUpdate};
+use bevy::app::{
+    App, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Plugin, PostUpdate,
+};
 use bevy::asset::AssetApp;
 use bevy::diagnostic::{Diagnostic, RegisterDiagnostic};
-use bevy::ecs::schedule::{IntoScheduleConfigs, SystemSet};
+use bevy::ecs::resource::Resource;
+use bevy::ecs::schedule::{InternedScheduleLabel, IntoScheduleConfigs, ScheduleLabel, SystemSet};
 use bevy::math::Vec3;
 use bevy::transform::TransformSystems;
 
@@ -92,13 +98,49 @@ pub enum DeformableSystems {
 /// # Panics
 /// When built without `AssetPlugin` and `MeshPlugin` (both in `DefaultPlugins`): it registers an
 /// asset type and writes render meshes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DeformablePlugin {
     /// The initial settings.
     pub config: DeformableConfig,
+    /// The schedule the step runs in ([`DeformablePlugin::new`]).
+    schedule: InternedScheduleLabel,
+}
+
+impl Default for DeformablePlugin {
+    /// The step in `FixedUpdate`, default settings.
+    fn default() -> Self {
+        Self::new(FixedUpdate)
+    }
+}
+
+/// Whether the plugin's schedule is one of the fixed-step loop's (its steps are then blended
+/// for drawing by the fixed clock's overstep).
+#[derive(Resource, Debug, Clone, Copy)]
+pub(crate) struct StepSchedule {
+    pub fixed: bool,
 }
 
 impl DeformablePlugin {
+    /// The plugin with its step (the Sync, Step and Writeback sets of [`DeformableSystems`]) in
+    /// `schedule`, default settings. The step advances by that schedule's `Time`: in the fixed
+    /// loop's schedules (`FixedFirst` to `FixedLast`; `FixedUpdate` is the default) the fixed
+    /// time step, elsewhere the frame's time. Prefer a fixed schedule: a body's system matrix
+    /// depends on the time step, so a varying one refactors every body whenever it changes
+    /// (about 6 ms per 1,000-vertex body), and there is then nothing to interpolate between for
+    /// drawing. A game that steps its own physics in a schedule of its own (say, beside a rigid-body
+    /// engine's) names it here and runs it with the time step it wants.
+    pub fn new(schedule: impl ScheduleLabel) -> Self {
+        Self {
+            config: DeformableConfig::default(),
+            schedule: schedule.intern(),
+        }
+    }
+
+    /// The schedule the step runs in.
+    pub fn schedule(&self) -> InternedScheduleLabel {
+        self.schedule
+    }
+
     /// Builder: gravity (m/s^2).
     pub fn with_gravity(mut self, gravity: Vec3) -> Self {
         self.config.gravity = gravity;
@@ -135,6 +177,16 @@ impl Plugin for DeformablePlugin {
             .register_asset_loader(TetGenLoader)
             .register_asset_loader(GmshLoader)
             .insert_resource(self.config.clone())
+            .insert_resource(StepSchedule {
+                fixed: [
+                    FixedFirst.intern(),
+                    FixedPreUpdate.intern(),
+                    FixedUpdate.intern(),
+                    FixedPostUpdate.intern(),
+                    FixedLast.intern(),
+                ]
+                .contains(&self.schedule),
+            })
             .init_resource::<DeformableWorld>()
             .init_resource::<DeformableDiagnostics>()
             .init_resource::<StepHistory>()
@@ -162,7 +214,7 @@ impl Plugin for DeformablePlugin {
             .register_diagnostic(Diagnostic::new(diagnostics::LCP_ITERATIONS))
             .register_diagnostic(Diagnostic::new(diagnostics::LCP_RESIDUAL).with_suffix("m/s"))
             .configure_sets(
-                FixedUpdate,
+                self.schedule,
                 (
                     DeformableSystems::Sync,
                     DeformableSystems::Step,
@@ -171,7 +223,7 @@ impl Plugin for DeformablePlugin {
                     .chain(),
             )
             .add_systems(
-                FixedUpdate,
+                self.schedule,
                 (
                     (
                         apply_config,

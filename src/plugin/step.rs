@@ -5,7 +5,6 @@ use bevy::ecs::change_detection::DetectChangesMut;
 use bevy::ecs::entity::Entity;
 use bevy::log::warn;
 use bevy::prelude::{MessageWriter, Query, Res, ResMut, Time};
-use bevy::time::Fixed;
 
 use crate::components::DeformableState;
 use crate::diagnostics::{self, DeformableDiagnostics};
@@ -17,7 +16,7 @@ use super::{DeformableConfig, DeformableWorld};
 #[allow(clippy::too_many_arguments)]
 pub(super) fn step_world(
     mut config: ResMut<DeformableConfig>,
-    time: Res<Time<Fixed>>,
+    time: Res<Time>,
     mut world: ResMut<DeformableWorld>,
     mut stats: ResMut<DeformableDiagnostics>,
     mut history: ResMut<StepHistory>,

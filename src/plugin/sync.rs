@@ -7,7 +7,6 @@ use bevy::ecs::lifecycle::RemovedComponents;
 use bevy::log::warn;
 use bevy::math::Affine3A;
 use bevy::prelude::{MessageReader, Query, Ref, Res, ResMut, Time};
-use bevy::time::Fixed;
 use bevy::transform::helper::TransformHelper;
 
 use crate::components::{
@@ -140,7 +139,7 @@ pub(super) fn sync_materials(
 
 pub(super) fn sync_obstacles(
     mut world: ResMut<DeformableWorld>,
-    time: Res<Time<Fixed>>,
+    time: Res<Time>,
     obstacles: Query<(Entity, Ref<Obstacle>)>,
     transforms: TransformHelper,
     mut removed: RemovedComponents<Obstacle>,

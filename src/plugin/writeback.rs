@@ -78,6 +78,7 @@ pub(super) fn record_render_points(
 /// Every frame: `Transform` and render mesh blended between the last two fixed steps.
 pub(super) fn draw_interpolated(
     config: Res<DeformableConfig>,
+    schedule: Res<super::StepSchedule>,
     time: Res<Time<Fixed>>,
     world: Res<DeformableWorld>,
     mut stats: ResMut<DeformableDiagnostics>,
@@ -85,7 +86,7 @@ pub(super) fn draw_interpolated(
     mut bodies: Query<(&mut DeformableState, &mut Transform, Option<&Mesh3d>)>,
 ) {
     let start = Instant::now();
-    let alpha = if config.interpolate {
+    let alpha = if config.interpolate && schedule.fixed {
         time.overstep_fraction().clamp(0.0, 1.0)
     } else {
         1.0

@@ -429,8 +429,9 @@ impl SparseCholesky {
     /// `cond(L) * 6e-8`, meant for corrections whose size is small next to the solution's.
     ///
     /// From [`SPLIT_SOLVE_ROWS`] rows on, x and y are solved on one thread and z on another
-    /// (rayon): a single body's solve otherwise leaves the second core idle. Each coordinate's
-    /// arithmetic is the same either way. Measured (40K-vertex cube, 10 solves, three runs):
+    /// (rayon): a single body's solve otherwise leaves the second core idle. Whether it splits
+    /// depends on the body's size alone, so the result does not depend on the thread count.
+    /// Measured (40K-vertex cube, 10 solves, three runs):
     /// 14.8-16.5 ms against 18.3 ms on one thread; at 10K 1.55-1.71 against 1.72 ms; faer's own
     /// parallel solve (`Par::rayon(2)`) took 94.6 and 20.4 ms.
     pub fn solve_correction_in_place(&mut self, x: &mut [Vec3]) {

@@ -276,7 +276,10 @@ fn vertices_inside(x: &[Vec3], y: &[Vec3], tets: &[[u32; 4]]) -> usize {
 /// Before: two rubber cubes spawned overlapping by half never separated (their surface vertices
 /// inside each other were deeper than `soft_depth_limit` and had no contact). Now the overlap is
 /// found by flooding from its rim and pushed apart along the shortest way out, at the
-/// depenetration speed: measured, apart after 0.3 s, at most 1.8 m/s. The stiffer cubes
+/// depenetration speed: measured, apart after 0.3 s, at most 1.8 m/s. The bound below holds for
+/// this spawn but is not robust to round-off: moving the left cube by multiples of 1.37 um, ten
+/// variants reached 0.82-1.17 m/s in nine and 3.58 m/s in one (rubber, when faces that stayed
+/// crossed snap apart; README, caveats). The stiffer cubes
 /// (1 MPa) end apart with no vertex inside the other, but where they push out a cube turns a
 /// little, and its extent may still reach into the other's: over 36 spawns moved by multiples
 /// of 1.37 nm, from 6 cm apart to 2.4 mm overlapping, and to 10.6 mm after the dense LCP began

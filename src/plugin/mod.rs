@@ -127,8 +127,8 @@ impl DeformablePlugin {
     /// time step, elsewhere the frame's time. Prefer a fixed schedule: a body's system matrix
     /// depends on the time step, so a varying one refactors every body whenever it changes
     /// (about 6 ms per 1,000-vertex body), and there is then nothing to interpolate between for
-    /// drawing. A game that steps its own physics in a schedule of its own (say, beside a rigid-body
-    /// engine's) names it here and runs it with the time step it wants.
+    /// drawing. A game that steps its own physics in a schedule of its own (say, beside a
+    /// rigid-body engine's) names it here and runs it with the time step it wants.
     pub fn new(schedule: impl ScheduleLabel) -> Self {
         Self {
             config: DeformableConfig::default(),

@@ -10,6 +10,10 @@ use bevy_deformable::prelude::*;
 use bevy_deformable::sim;
 
 fn app_with_assets(root: &str) -> App {
+    app_with_plugin(root, DeformablePlugin::default())
+}
+
+fn app_with_plugin(root: &str, plugin: DeformablePlugin) -> App {
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins,
@@ -19,7 +23,7 @@ fn app_with_assets(root: &str) -> App {
         },
         MeshPlugin,
         TransformPlugin,
-        DeformablePlugin::default(),
+        plugin,
     ));
     app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
     app.init_resource::<MessageLog>();
@@ -961,19 +965,7 @@ fn the_step_runs_in_the_schedule_the_plugin_names() {
     #[derive(bevy::ecs::schedule::ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
     struct GamePhysics;
     let fall = |plugin: DeformablePlugin, run_by_hand: bool| {
-        let mut app = App::new();
-        app.add_plugins((
-            MinimalPlugins,
-            AssetPlugin::default(),
-            MeshPlugin,
-            TransformPlugin,
-            plugin,
-        ));
-        if run_by_hand {
-            app.init_schedule(GamePhysics);
-        }
-        app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
-        app.update();
+        let mut app = app_with_plugin(concat!(env!("CARGO_MANIFEST_DIR"), "/assets"), plugin);
         let body = app
             .world_mut()
             .spawn((cube(), Transform::from_xyz(0.0, 2.0, 0.0)))

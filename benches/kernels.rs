@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bevy_deformable::sim::contact::{BodyBvh, candidate_pairs};
-use bevy_deformable::sim::local_step::WarmFrames;
+use bevy_deformable::sim::local_step::{StartStretches, WarmFrames};
 use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
 use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
@@ -82,12 +82,13 @@ fn main() {
         "\nsigned SVD 3x3: {svd_ns:.0} ns (nalgebra svd: {nalgebra_ns:.0} ns); volume projection: {vol_ns:.0} ns"
     );
     println!(
-        "\n{:>8} {:>8} {:>13} {:>13} {:>16} {:>12} {:>12} {:>14}",
+        "\n{:>8} {:>8} {:>13} {:>13} {:>16} {:>13} {:>12} {:>12} {:>14}",
         "verts",
         "tets",
         "local ms",
         "warm ms",
         "warm ns/tet/thr",
+        "stretches ms",
         "matvec ms",
         "solve ms",
         "factor ms"
@@ -105,9 +106,15 @@ fn main() {
             .collect();
         let mut contributions = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
         let reps = if res > 25 { 5 } else { 20 };
-        let local = median_ns(|| pd.local_step(black_box(&x), &mut contributions), reps) / 1e6;
         let mut frames = WarmFrames::default();
         frames.resize(mesh.tet_count());
+        // The strain-rate damping's reference shapes (rubber has it), timed below.
+        let mut start = StartStretches::default();
+        pd.start_stretches(&x, &frames, &mut start);
+        let local = median_ns(
+            || pd.local_step(black_box(&x), &start, &mut contributions),
+            reps,
+        ) / 1e6;
         // Alternating between two nearby states, as consecutive PD iterations do, so that the
         // warm start has work left (on one state repeated it would be exact).
         let x_next: Vec<Vec3> = x
@@ -119,11 +126,16 @@ fn main() {
             || {
                 flip = !flip;
                 let state = if flip { &x } else { &x_next };
-                pd.local_step_warm(black_box(state), &mut contributions, &mut frames)
+                pd.local_step_warm(black_box(state), &start, &mut contributions, &mut frames)
             },
             reps,
         ) / 1e6;
         let ns_per_tet = local_warm * 1e6 * threads / mesh.tet_count() as f64;
+        // Once per step, warm-started from the frames of the last local step as in a step.
+        let stretches = median_ns(
+            || pd.start_stretches(black_box(&x), &frames, &mut start),
+            reps,
+        ) / 1e6;
         let mut out = vec![Vec3::zeros(); x.len()];
         let matvec = median_ns(|| pd.apply(black_box(&x), &mut out), reps) / 1e6;
         let mut rhs = x.clone();
@@ -135,12 +147,13 @@ fn main() {
             reps,
         ) / 1e6;
         println!(
-            "{:>8} {:>8} {:>13.3} {:>13.3} {:>16.0} {:>12.3} {:>12.3} {:>14.1}",
+            "{:>8} {:>8} {:>13.3} {:>13.3} {:>16.0} {:>13.3} {:>12.3} {:>12.3} {:>14.1}",
             mesh.vertex_count(),
             mesh.tet_count(),
             local,
             local_warm,
             ns_per_tet,
+            stretches,
             matvec,
             solve,
             build_ms

@@ -3,7 +3,7 @@
 //! | component | what |
 //! | --- | --- |
 //! | [`DeformableBody`] | a tet mesh that becomes a soft body; brings [`SoftMaterial`] and [`Transform`] |
-//! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, friction, restitution; editable at run time |
+//! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, strain damping, friction, restitution; editable at run time |
 //! | [`CollisionProxy`] | which points of the body collide (surface vertices by default) |
 //! | [`Obstacle`] | a static or moving collider following the entity's `GlobalTransform` |
 //! | [`InitialVelocity`] | the velocity a body starts with |
@@ -103,6 +103,11 @@ pub struct SoftMaterial {
     pub density: f32,
     /// Deformation damping rate (1/s), >= 0. Default: 1.
     pub damping: f32,
+    /// Strain-rate (Kelvin-Voigt) damping time (s), >= 0: the viscous stress of a strain rate
+    /// is this many seconds times the elastic stress of the same strain; damps a body's
+    /// bouncing on its own elasticity (see [`sim::SoftMaterial::strain_damping`]).
+    /// Default: 0.01.
+    pub strain_damping: f32,
     /// Coulomb friction coefficient, >= 0, combined with the other side's by the combine rules
     /// (against obstacles and other bodies). Default: 0.8.
     pub friction: f32,
@@ -211,6 +216,7 @@ impl SoftMaterial {
             poisson_ratio: m.poisson_ratio as f32,
             density: m.density as f32,
             damping: m.damping as f32,
+            strain_damping: m.strain_damping as f32,
             friction: m.friction as f32,
             restitution: m.restitution as f32,
             friction_combine: CombineRule::from_sim(m.friction_combine),
@@ -238,12 +244,19 @@ impl SoftMaterial {
             poisson_ratio: self.poisson_ratio as f64,
             density: self.density as f64,
             damping: self.damping as f64,
+            strain_damping: self.strain_damping as f64,
             friction: self.friction as f64,
             restitution: self.restitution as f64,
             friction_combine: self.friction_combine.to_sim(),
             restitution_combine: self.restitution_combine.to_sim(),
             strain_limits: self.strain_limits.map(StrainLimits::to_sim),
         }
+    }
+
+    /// Builder: strain-rate damping time (s).
+    pub const fn with_strain_damping(mut self, seconds: f32) -> Self {
+        self.strain_damping = seconds;
+        self
     }
 
     /// Builder: friction coefficient.

@@ -125,13 +125,21 @@ fn a_cube_resting_far_from_the_origin_converges_as_well_as_at_it() {
             .add_obstacle(
                 Obstacle::halfspace(Vec3::y())
                     .unwrap()
-                    .with_position(Vec3::new(0.0, lift, 0.0)),
+                    .with_position(Vec3::new(0.0, lift, 0.0))
+                    .with_friction(0.0),
             )
             .unwrap();
+        // Frictionless: a resting cube's friction, carried over many steps that each stopped
+        // after one iteration, leaves the first step forced to ten iterations a residual of
+        // about 0.15 at either place (measured at the origin: 0.17 after 200 steps without
+        // strain-rate damping, 0.03 after 45 with it, which rests sooner), which this test of
+        // precision far from the origin is not about.
         let body = world
             .add_body(
                 Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 4)),
-                SoftMaterial::RUBBER.with_youngs_modulus(1e5),
+                SoftMaterial::RUBBER
+                    .with_youngs_modulus(1e5)
+                    .with_friction(0.0),
                 Vec3::new(0.0, lift + 0.2, 0.0),
             )
             .unwrap();
@@ -180,8 +188,9 @@ fn the_iterations_stop_on_the_tolerance_at_the_residual_measured_after_them() {
             assert!(
                 // The in-iteration measure takes the unconstrained solve as exact, but its
                 // correction is solved in f32: rounding of about 1e-7 of the step's scale
-                // (measured: at most 9.6e-8 over these steps), where f64 left about 1e-12.
-                (stats.pd_residual - measured).abs() <= 1e-6 * measured + 2e-7,
+                // (measured: at most 2.3e-7 over these steps, 9.6e-8 without strain-rate
+                // damping, whose weight adds to the matrix), where f64 left about 1e-12.
+                (stats.pd_residual - measured).abs() <= 1e-6 * measured + 4e-7,
                 "in the iterations {:e}, measured after them {measured:e}",
                 stats.pd_residual
             );
@@ -194,13 +203,14 @@ fn the_iterations_stop_on_the_tolerance_at_the_residual_measured_after_them() {
 }
 
 /// The tolerance sets how close a step ends to the implicit step's solution: from the same
-/// state (the cube landed, 45 steps after the drop), each tenfold tighter tolerance takes more
+/// state (the cube landing, 15 steps after the drop: with strain-rate damping it rests by
+/// step 45, where one iteration already ends within 0.6 um of the solution), each tenfold tighter tolerance takes more
 /// iterations and ends several times closer to a step converged with 400 iterations, and the
 /// residual measured after the iterations is within the tolerance.
 #[test]
 fn a_tighter_tolerance_ends_closer_to_the_solution() {
     let step = |iterations: usize, tolerance: f64| {
-        let mut world = landed_cube(45);
+        let mut world = landed_cube(20);
         let settings = world.settings_mut();
         settings.pd_iterations = iterations;
         settings.pd_tolerance = tolerance;
@@ -223,7 +233,7 @@ fn a_tighter_tolerance_ends_closer_to_the_solution() {
         let (x, iterations, residual) = step(200, tolerance);
         let error = distance(&x);
         assert!(residual <= tolerance, "{tolerance}: residual {residual}");
-        // Measured: 1, 19 and 44 iterations, 11.6, 1.0 and 0.25 micrometres.
+        // Measured: 14, 35 and 86 iterations, 10.3, 2.2 and 0.45 micrometres.
         if let Some((fewer, larger)) = last {
             assert!(iterations > fewer, "{tolerance}: {iterations} iterations");
             assert!(
@@ -321,8 +331,9 @@ fn accelerated_and_plain_iterations_reach_the_same_implicit_step() {
 
 #[test]
 fn acceleration_lowers_the_residual_at_equal_iterations() {
-    // Chebyshev, measured: 1.25e-2 plain, 6.0e-3 at rho 0.7, 5.6e-3 at 0.8; at 0.9 and 0.95
-    // the extrapolation overshoots (2.3e-2, 5.9e-2) and the restarts cannot make up for it.
+    // Chebyshev, measured without strain-rate damping: 1.25e-2 plain, 6.0e-3 at rho 0.7,
+    // 5.6e-3 at 0.8; at 0.9 and 0.95 the extrapolation overshoots (2.3e-2, 5.9e-2) and the
+    // restarts cannot make up for it.
     let (_, plain) = step_with(stretched_cube(), 8, Acceleration::Plain);
     let (_, chebyshev) = step_with(
         stretched_cube(),
@@ -336,8 +347,11 @@ fn acceleration_lowers_the_residual_at_equal_iterations() {
     );
     // Anderson, measured: 8.0e-4 (window 5); in positions 0.11 mm from the
     // implicit step's solution against 0.55 mm (Chebyshev) and 1.3 mm (plain).
+    // Those figures are without strain-rate damping; with the default (0.02 s), which damps
+    // the stretched cube's return and lets plain iterations converge faster: 2.2e-3 plain,
+    // 1.5e-3 Chebyshev (1.4e-3 at rho 0.6, 5.7e-3 at 0.8), 3.2e-4 Anderson.
     assert!(
-        chebyshev < 0.5 * plain && anderson < 0.25 * chebyshev,
+        chebyshev < 0.75 * plain && anderson < 0.25 * chebyshev,
         "8 iterations: {plain} plain, {chebyshev} Chebyshev, {anderson} Anderson"
     );
 }

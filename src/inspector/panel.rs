@@ -237,6 +237,7 @@ fn material_editor(ui: &mut egui::Ui, m: &mut SoftMaterial) {
             .text("density (kg/m³)"),
     );
     ui.add(egui::Slider::new(&mut m.damping, 0.0..=20.0).text("damping (1/s)"));
+    ui.add(egui::Slider::new(&mut m.strain_damping, 0.0..=0.1).text("strain damping (s)"));
     ui.add(egui::Slider::new(&mut m.friction, 0.0..=2.0).text("friction"));
     ui.add(egui::Slider::new(&mut m.restitution, 0.0..=1.0).text("restitution"));
     combine_rule(ui, "friction combine", &mut m.friction_combine);

@@ -59,14 +59,14 @@ pub struct TetBlocks {
     verts: Vec<[[u32; LANES]; 4]>,
     /// `grads[b][k][c]`: coordinate `c` of `g_k`, per lane.
     grads: Vec<[[Lanes; 3]; 4]>,
-    /// Corotated, volume and strain-limit weights per lane.
-    weights: Vec<[Lanes; 3]>,
+    /// Corotated, volume, strain-limit and strain-rate damping weights per lane.
+    weights: Vec<[Lanes; 4]>,
     tets: usize,
 }
 
 impl TetBlocks {
     /// Blocks of `tets` with their gradient rows and weights (all three of equal length).
-    pub fn new(tets: &[[u32; 4]], grads: &[[Vec3; 4]], weights: &[[f64; 3]]) -> Self {
+    pub fn new(tets: &[[u32; 4]], grads: &[[Vec3; 4]], weights: &[[f64; 4]]) -> Self {
         let count = tets.len().div_ceil(LANES);
         let lane_tet = |b: usize, l: usize| (b * LANES + l).min(tets.len().saturating_sub(1));
         let verts = (0..count)
@@ -92,7 +92,7 @@ impl TetBlocks {
     }
 
     /// Replaces the weights (a material change).
-    pub fn set_weights(&mut self, weights: &[[f64; 3]]) {
+    pub fn set_weights(&mut self, weights: &[[f64; 4]]) {
         let tets = self.tets;
         self.weights = (0..self.verts.len())
             .map(|b| {
@@ -139,6 +139,117 @@ impl WarmFrames {
     pub fn frame(&self, tet: usize) -> Mat3 {
         let b = &self.blocks[tet / LANES];
         Mat3::from_fn(|i, j| b[i][j].0[tet % LANES])
+    }
+}
+
+/// Per tet: the symmetric stretch `S_n = R_n' F_n` of the polar decomposition `F_n = R_n S_n`
+/// of its deformation gradient at the start of the step, in blocks matching [`TetBlocks`]
+/// (`xx, yy, zz, xy, xz, yz` per lane). The strain-rate damping pulls each tet toward
+/// `R S_n`, its start-of-step shape turned by its current rotation `R` ([`crate::sim::pd`]).
+#[derive(Debug, Clone, Default)]
+pub struct StartStretches {
+    blocks: Vec<[Lanes; 6]>,
+}
+
+impl StartStretches {
+    /// Whether nothing has been computed (the strain-rate damping is off).
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// Forgets the stretches (the strain-rate damping is off).
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+    }
+
+    /// Number of blocks held.
+    pub fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The stretch of tet `tet`.
+    pub fn stretch(&self, tet: usize) -> Mat3 {
+        let s = &self.blocks[tet / LANES];
+        let l = tet % LANES;
+        let (xx, yy, zz) = (s[0].0[l], s[1].0[l], s[2].0[l]);
+        let (xy, xz, yz) = (s[3].0[l], s[4].0[l], s[5].0[l]);
+        Mat3::new(xx, xy, xz, xy, yy, yz, xz, yz, zz)
+    }
+}
+
+/// The stretches `S = V diag(sigma) V'` of every tet at positions `x` (m) into `out` (resized),
+/// the SVD warm-started from `frames` as in [`local_step`] (the frames are read, not updated).
+pub fn start_stretches(
+    blocks: &TetBlocks,
+    x: &[Vec3],
+    frames: &WarmFrames,
+    out: &mut StartStretches,
+) {
+    assert_eq!(
+        frames.blocks.len(),
+        blocks.block_count(),
+        "one frame per tet"
+    );
+    out.blocks
+        .resize(blocks.block_count(), [Lanes::splat(0.0); 6]);
+    let avx2 = avx2_available();
+    out.blocks
+        .par_chunks_mut(BLOCKS_PER_TASK)
+        .zip(frames.blocks.par_chunks(BLOCKS_PER_TASK))
+        .enumerate()
+        .for_each(|(task, (out, frames))| {
+            let first = task * BLOCKS_PER_TASK;
+            if avx2 {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `avx2_available` checked that this processor has AVX2.
+                unsafe {
+                    stretches_avx2(blocks, x, first, frames, out)
+                }
+            } else {
+                stretches_portable(blocks, x, first, frames, out);
+            }
+        });
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn stretches_avx2(
+    blocks: &TetBlocks,
+    x: &[Vec3],
+    first: usize,
+    frames: &[Mat3Lanes],
+    out: &mut [[Lanes; 6]],
+) {
+    stretches_portable(blocks, x, first, frames, out);
+}
+
+#[inline(always)]
+fn stretches_portable(
+    blocks: &TetBlocks,
+    x: &[Vec3],
+    first: usize,
+    frames: &[Mat3Lanes],
+    out: &mut [[Lanes; 6]],
+) {
+    for (i, (out, frame)) in out.iter_mut().zip(frames).enumerate() {
+        let b = first + i;
+        let f = gradient_lanes(x, &blocks.verts[b], &blocks.grads[b]);
+        let svd = svd3_lanes(&mul(&f, frame));
+        let v = orthonormalized(&mul(frame, &svd.v));
+        // S = V diag(sigma) V'.
+        let entry = |i: usize, j: usize| {
+            v[i][0] * svd.sigma[0] * v[j][0]
+                + v[i][1] * svd.sigma[1] * v[j][1]
+                + v[i][2] * svd.sigma[2] * v[j][2]
+        };
+        *out = [
+            entry(0, 0),
+            entry(1, 1),
+            entry(2, 2),
+            entry(0, 1),
+            entry(0, 2),
+            entry(1, 2),
+        ];
     }
 }
 
@@ -195,10 +306,13 @@ pub fn volume_stretches_lanes(sigma: [Lanes; 3]) -> ([Lanes; 3], LaneMask) {
 
 /// The local step over all blocks: `contributions[t][k] = P_t g_k` (the tets' right-hand-side
 /// contributions before the pinned-vertex terms), warm-started from and updating `frames`.
+/// With `start` (the strain-rate damping on), `P_t` also holds the damping target
+/// `w_d R S_n` (`R = U V'`, `S_n` the tet's start-of-step stretch).
 pub fn local_step(
     blocks: &TetBlocks,
     x: &[Vec3],
     limits: Option<StrainLimits>,
+    start: Option<&StartStretches>,
     contributions: &mut [[Vec3; 4]],
     frames: &mut WarmFrames,
 ) {
@@ -208,6 +322,13 @@ pub fn local_step(
         blocks.block_count(),
         "one frame per tet"
     );
+    if let Some(start) = start {
+        assert_eq!(
+            start.blocks.len(),
+            blocks.block_count(),
+            "one start stretch per tet"
+        );
+    }
     let avx2 = avx2_available();
     contributions
         .par_chunks_mut(LANES * BLOCKS_PER_TASK)
@@ -220,6 +341,7 @@ pub fn local_step(
                 first,
                 x,
                 limits,
+                start,
             };
             if avx2 {
                 #[cfg(target_arch = "x86_64")]
@@ -239,6 +361,7 @@ struct Task<'a> {
     first: usize,
     x: &'a [Vec3],
     limits: Option<StrainLimits>,
+    start: Option<&'a StartStretches>,
 }
 
 fn avx2_available() -> bool {
@@ -362,15 +485,12 @@ fn gram_schmidt(v: &Mat3Lanes) -> Mat3Lanes {
     m
 }
 
-/// One block: `F`, the warm-started SVD, the projection and the contributions of its tets
-/// (`out` holds fewer than [`LANES`] entries in a padded last block).
+/// `F = sum_k x_k g_k'` per lane.
 #[inline(always)]
-fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]) {
-    let blocks = task.blocks;
-    let (verts, g, w) = (&blocks.verts[b], &blocks.grads[b], &blocks.weights[b]);
+fn gradient_lanes(x: &[Vec3], verts: &[[u32; LANES]; 4], g: &[[Lanes; 3]; 4]) -> Mat3Lanes {
     let mut f = [[Lanes::splat(0.0); 3]; 3];
     for k in 0..4 {
-        let p = verts[k].map(|v| task.x[v as usize]);
+        let p = verts[k].map(|v| x[v as usize]);
         for i in 0..3 {
             let mut xi = Lanes::splat(0.0);
             for l in 0..LANES {
@@ -381,6 +501,16 @@ fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]
             }
         }
     }
+    f
+}
+
+/// One block: `F`, the warm-started SVD, the projection and the contributions of its tets
+/// (`out` holds fewer than [`LANES`] entries in a padded last block).
+#[inline(always)]
+fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]) {
+    let blocks = task.blocks;
+    let (verts, g, w) = (&blocks.verts[b], &blocks.grads[b], &blocks.weights[b]);
+    let f = gradient_lanes(task.x, verts, g);
     // F V_prev = U S W'  =>  F = U S (V_prev W)'.
     let svd = svd3_lanes(&mul(&f, frame));
     let v = orthonormalized(&mul(frame, &svd.v));
@@ -421,6 +551,23 @@ fn block(task: &Task<'_>, b: usize, frame: &mut Mat3Lanes, out: &mut [[Vec3; 4]]
         let ud = [svd.u[i][0] * d[0], svd.u[i][1] * d[1], svd.u[i][2] * d[2]];
         for j in 0..3 {
             p[i][j] = ud[0] * v[j][0] + ud[1] * v[j][1] + ud[2] * v[j][2];
+        }
+    }
+    if let Some(start) = task.start {
+        // P += w_d R S_n, R = U V'.
+        let s = &start.blocks[b];
+        let sn = [[s[0], s[3], s[4]], [s[3], s[1], s[5]], [s[4], s[5], s[2]]];
+        let mut r = [[Lanes::splat(0.0); 3]; 3];
+        for i in 0..3 {
+            for j in 0..3 {
+                r[i][j] = svd.u[i][0] * v[j][0] + svd.u[i][1] * v[j][1] + svd.u[i][2] * v[j][2];
+            }
+        }
+        let rs = mul(&r, &sn);
+        for i in 0..3 {
+            for j in 0..3 {
+                p[i][j] = p[i][j] + w[3] * rs[i][j];
+            }
         }
     }
     for k in 0..4 {

@@ -50,7 +50,9 @@ pub mod world;
 pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};
 pub use embed::EmbeddedPoint;
 pub use fem::FemModel;
-pub use material::{CombineRule, MaterialError, SoftMaterial, StrainLimits, SurfaceCoefficients};
+pub use material::{
+    CombineRule, MaterialError, STRAIN_DAMPING, SoftMaterial, StrainLimits, SurfaceCoefficients,
+};
 pub use math::{Mat3, Vec3};
 pub use mesh::{MeshError, TetMesh};
 pub use pd::PointSpring;

@@ -13,7 +13,7 @@
 //! numerical dissipation (the bracket is non-negative where `E` is convex). So a step may gain
 //! energy only through the work of its forces, from a non-convex elastic energy, or from an
 //! inexact solve; the velocity phases after it (restitution, the contact LCP, damping,
-//! settling) change the kinetic energy only, and only restitution may add any. The audit
+//! settling, falling asleep) change the kinetic energy only, and only restitution may add any. The audit
 //! measures each of these so that a gain can be traced to the phase that made it.
 
 use crate::sim::math::Vec3;
@@ -24,8 +24,9 @@ use crate::sim::math::Vec3;
 pub struct EnergyAudit {
     /// Kinetic + gravitational + elastic energy at the start of the step (J).
     pub start: f64,
-    /// Change through the PD iterations, contact and friction forces included (J): the
-    /// energy at `x1` with `v1 = (x1 - x0) / h`, minus [`Self::start`].
+    /// Change through the PD iterations, contact and friction forces and the strain-rate
+    /// damping included (J): the energy at `x1` with `v1 = (x1 - x0) / h`, minus
+    /// [`Self::start`].
     pub solve: f64,
     /// Work of the QP's normal contact forces over the step's displacement (J): positive where
     /// a contact pushed the body out of a penetration it started in.
@@ -40,6 +41,9 @@ pub struct EnergyAudit {
     pub damping: f64,
     /// Kinetic energy change by settling (J).
     pub settling: f64,
+    /// Kinetic energy removed by falling asleep at the end of the step (J, `<= 0`: a body
+    /// that falls asleep stops).
+    pub sleep: f64,
 }
 
 impl EnergyAudit {
@@ -50,7 +54,7 @@ impl EnergyAudit {
 
     /// The change of the total energy over the step (J).
     pub fn change(&self) -> f64 {
-        self.solve + self.restitution + self.lcp + self.damping + self.settling
+        self.solve + self.restitution + self.lcp + self.damping + self.settling + self.sleep
     }
 
     /// What the PD iterations changed besides the work of the contact and friction forces (J):
@@ -71,6 +75,7 @@ impl EnergyAudit {
         self.lcp += o.lcp;
         self.damping += o.damping;
         self.settling += o.settling;
+        self.sleep += o.sleep;
     }
 }
 

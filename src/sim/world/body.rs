@@ -36,6 +36,8 @@ pub(crate) struct Workspace {
     pub contributions: Vec<[Vec3; 4]>,
     /// Per tet: right singular vectors of the last local step (SVD warm start).
     pub frames: crate::sim::local_step::WarmFrames,
+    /// The tets' stretches at the step's start, for the strain-rate damping (empty without it).
+    pub start_stretches: crate::sim::local_step::StartStretches,
     /// PD right-hand side over the free vertices.
     pub b: Vec<Vec3>,
     /// Unconstrained global solution over the free vertices.
@@ -309,6 +311,9 @@ impl SoftBody {
     /// Puts the body to sleep where it is, at zero velocity; its bounds are padded by
     /// `margin` (m).
     pub(crate) fn fall_asleep(&mut self, margin: f64) {
+        if let (Some(audit), Some(pd)) = (&mut self.last_step.0.energy, &self.pd) {
+            audit.sleep = -super::audit::kinetic(pd.masses(), &self.v);
+        }
         self.asleep = true;
         self.sleep_events.0 = true;
         self.still_for = 0.0;

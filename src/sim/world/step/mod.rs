@@ -392,6 +392,10 @@ fn prepare(body: &mut SoftBody, obstacles: &[Obstacle], settings: &WorldSettings
     }
     ws.contributions.resize(pd.tet_count(), [Vec3::zeros(); 4]);
     ws.frames.resize(pd.tet_count());
+    if newton.is_none() {
+        // The strain-rate damping's reference: the tets' shapes at the step's start.
+        pd.start_stretches(&ws.x_start, &ws.frames, &mut ws.start_stretches);
+    }
     ws.b.resize(n_free, Vec3::zeros());
     ws.x_free.resize(n_free, Vec3::zeros());
     stats.timings.predict += t.elapsed();
@@ -833,7 +837,12 @@ fn local_and_rhs(body: &mut SoftBody, kkt: &[Vec3], first: bool, settings: &Worl
     } = body;
     let Some(pd) = pd.as_ref() else { return };
     let t = Instant::now();
-    pd.local_step_warm(x, &mut ws.contributions, &mut ws.frames);
+    pd.local_step_warm(
+        x,
+        &ws.start_stretches,
+        &mut ws.contributions,
+        &mut ws.frames,
+    );
     last_step.0.timings.local += t.elapsed();
     let t = Instant::now();
     pd.assemble_rhs(&ws.y, targets, &ws.contributions, &mut ws.b);

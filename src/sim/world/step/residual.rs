@@ -125,7 +125,7 @@ fn gradient(body: &mut SoftBody) -> bool {
     scratch.b.resize(n, Vec3::zeros());
     scratch.gradient.resize(n, Vec3::zeros());
     // The step's own contributions are rewritten by its next local step before they are read.
-    pd.local_step(x, &mut ws.contributions);
+    pd.local_step(x, &ws.start_stretches, &mut ws.contributions);
     pd.assemble_rhs(&ws.y, targets, &ws.contributions, &mut scratch.b);
     pd.gradient(&scratch.x, &scratch.b, &mut scratch.gradient);
     true

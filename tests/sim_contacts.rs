@@ -456,6 +456,41 @@ fn a_bar_folded_onto_itself_does_not_pass_through_itself() {
     assert_eq!(fold_bar(true), 0);
 }
 
+/// A rubber ball dropped 5 cm onto a 2 cm rubber slab pinned at its edges (a trampoline) must
+/// stay on top of it. Not met: from 0.4 s on 26-41 of the ball's 379 vertices are inside the
+/// slab, the deepest 8.4 mm from the nearest face at 2 s, and a finer ball (resolution 10)
+/// sinks in with about 200 vertices; the same slab lying on a floor keeps every vertex out. Diagnosis so far:
+/// of 165 soft contacts at the landing, 54 got a row and 87 found every corner of their slab
+/// triangle taken by another row (rows are vertex-disjoint; the slab's vertices are coarser
+/// than the ball's); giving those a row against the triangle held in place (no reaction on the
+/// slab) did not help (120-220 vertices inside with the finer ball). See the README's caveats.
+#[test]
+#[ignore = "a ball resting on a thin pinned soft slab sinks into it"]
+fn a_ball_resting_on_a_pinned_soft_slab_stays_on_top_of_it() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let slab_mesh = Arc::new(TetMesh::try_cuboid(Vec3::new(0.5, 0.01, 0.5), 20).unwrap());
+    let slab = world
+        .add_body(slab_mesh.clone(), SoftMaterial::RUBBER, Vec3::zeros())
+        .unwrap();
+    for (i, p) in slab_mesh.rest_positions().iter().enumerate() {
+        if p.x.abs() > 0.499 || p.z.abs() > 0.499 {
+            world.pin(slab, i, *p).unwrap();
+        }
+    }
+    let ball = world
+        .add_body(
+            Arc::new(TetMesh::try_sphere(0.15, 6).unwrap()),
+            SoftMaterial::RUBBER,
+            Vec3::new(0.0, 0.2, 0.0),
+        )
+        .unwrap();
+    for _ in 0..120 {
+        world.step(DT).unwrap();
+    }
+    let depth = penetration(&world, ball, slab);
+    assert!(depth < 1e-3, "the ball is {depth} m into the slab");
+}
+
 #[test]
 fn restitution_returns_the_approach_speed_share_without_adding_energy() {
     let bounce = |e: f64| {

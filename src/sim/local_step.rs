@@ -16,7 +16,10 @@
 //!    `s1 s2 s3 = 1`, by Newton on the multiplier alone ([`volume_stretches_lanes`]); the
 //!    lanes it does not settle take the general Newton
 //!    ([`crate::sim::pd::volume_stretches_newton`]);
-//! 4. `P g_k` for the four vertices, scattered back per tet.
+//! 4. `P g_k` for the four vertices, scattered back per tet; with the strain-rate damping on,
+//!    `P` also holds its target `w_d U V' S_n`, `S_n` the tet's stretch at the step's start
+//!    ([`StartStretches`], computed once per step by [`start_stretches`] with the same
+//!    warm-started SVD).
 //!
 //! The lanes are plain `[f64; 8]` arithmetic ([`crate::sim::lanes`]); on x86-64 the blocks run
 //! in a copy of the loop compiled for AVX2 when the processor has it (checked once per call),
@@ -160,11 +163,6 @@ impl StartStretches {
     /// Forgets the stretches (the strain-rate damping is off).
     pub fn clear(&mut self) {
         self.blocks.clear();
-    }
-
-    /// Number of blocks held.
-    pub fn block_count(&self) -> usize {
-        self.blocks.len()
     }
 
     /// The stretch of tet `tet`.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::contact::{RowDecoupler, RowSource, RowSpec, RowTerm, detect_contacts};
-use bevy_deformable::sim::local_step::StartStretches;
+use bevy_deformable::sim::local_step::{StartStretches, WarmFrames};
 use bevy_deformable::sim::pd::{PdSetup, PdSystem};
 use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::MprgpSettings;
@@ -224,8 +224,13 @@ fn record_qp(resolution: usize) -> RecordedQp {
         .map(|p| p + DT * Vec3::new(0.0, -3.0, 0.0) + DT * DT * Vec3::new(0.0, -9.81, 0.0))
         .collect();
     let mut contributions = vec![[Vec3::zeros(); 4]; mesh.tet_count()];
-    // The QP's right-hand side at the prediction, without the strain-rate damping's terms.
-    pd.local_step(&y, &StartStretches::default(), &mut contributions);
+    // The QP's right-hand side at the prediction, the strain-rate damping's reference shapes
+    // those of the step's start.
+    let mut frames = WarmFrames::default();
+    frames.resize(mesh.tet_count());
+    let mut start = StartStretches::default();
+    pd.start_stretches(&x, &frames, &mut start);
+    pd.local_step(&y, &start, &mut contributions);
     let mut b = vec![Vec3::zeros(); mesh.vertex_count()];
     pd.assemble_rhs(&y, &[], &contributions, &mut b);
     let proxies: Vec<_> = mesh

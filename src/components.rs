@@ -105,8 +105,8 @@ pub struct SoftMaterial {
     pub damping: f32,
     /// Strain-rate (Kelvin-Voigt) damping time (s), >= 0: the viscous stress of a strain rate
     /// is this many seconds times the elastic stress of the same strain; damps a body's
-    /// bouncing on its own elasticity (see [`sim::SoftMaterial::strain_damping`]).
-    /// Default: 0.01.
+    /// bouncing on its own elasticity (see [`sim::SoftMaterial::strain_damping`]; ignored by
+    /// the Newton-MPRGP solver). Default: 0.02.
     pub strain_damping: f32,
     /// Coulomb friction coefficient, >= 0, combined with the other side's by the combine rules
     /// (against obstacles and other bodies). Default: 0.8.

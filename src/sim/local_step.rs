@@ -165,6 +165,11 @@ impl StartStretches {
         self.blocks.clear();
     }
 
+    /// Whether the stretches are sized for `tets` tets.
+    pub fn covers(&self, tets: usize) -> bool {
+        self.blocks.len() == tets.div_ceil(LANES)
+    }
+
     /// The stretch of tet `tet`.
     pub fn stretch(&self, tet: usize) -> Mat3 {
         let s = &self.blocks[tet / LANES];

@@ -13,8 +13,8 @@
 //! numerical dissipation (the bracket is non-negative where `E` is convex). So a step may gain
 //! energy only through the work of its forces, from a non-convex elastic energy, or from an
 //! inexact solve; the velocity phases after it (restitution, the contact LCP, damping,
-//! settling, falling asleep) change the kinetic energy only, and only restitution may add any. The audit
-//! measures each of these so that a gain can be traced to the phase that made it.
+//! settling, falling asleep) change the kinetic energy only, and only restitution may add any.
+//! The audit measures each of these so that a gain can be traced to the phase that made it.
 
 use crate::sim::math::Vec3;
 

@@ -261,7 +261,7 @@ fn stretches_portable(
 /// Lagrange conditions `s_i - sigma_i = l / s_i`, by Newton on the multiplier `l` alone (one
 /// unknown, started from the linearisation `l = (1 - prod sigma) / (prod sigma sum sigma_i^-2)`).
 /// Returns the stretches and the lanes that converged (`|prod s - 1| < 1e-14`); the others
-/// (a stretch below [`MULTIPLIER_NEWTON_MIN_STRETCH`], or no convergence) are left for the
+/// (a stretch below `MULTIPLIER_NEWTON_MIN_STRETCH` (0.25), or no convergence) are left for the
 /// general Newton. Under compression the branch holds the unique closest point; under
 /// expansion it is the stationary point next to `sigma` (tested against the general Newton).
 #[inline(always)]

@@ -21,7 +21,7 @@
 //! gap at the predicted positions comes within the margin. A pair already crossing where the
 //! step starts has no side to keep and is left to the point-triangle contacts.
 //!
-//! Which pairs get a row ([`edges_pair`]): two convex creases (a cube's edges, not the
+//! Which pairs get a row (`edges_pair`): two convex creases (a cube's edges, not the
 //! diagonals of its flat faces) with the normal in both edges' normal cones (the directions
 //! between each edge's two face normals); or, within one body, a crease pressed into an edge
 //! that is no convex crease (flat, or concave where a surface is draped over the crease), with
@@ -215,7 +215,7 @@ pub fn edge_closest_parameters(a0: &Vec3, a1: &Vec3, b0: &Vec3, b1: &Vec3) -> Op
 /// body for self-collision, where neighbouring edges are skipped): pairs whose closest points
 /// are interior to both edges, apart where the motion starts, and within `margin` (m) of each
 /// other along their frozen normal at the end of the motion, and whose edges pair
-/// ([`edges_pair`]: with `draped`, a crease pressed into a flat or concave edge too). Call once
+/// (`edges_pair`: with `draped`, a crease pressed into a flat or concave edge too). Call once
 /// per unordered pair of bodies. The BVHs' edge trees must be fitted ([`fit_edge_bvh`]).
 /// `pairs` is scratch.
 pub fn detect_edge_contacts(
@@ -254,7 +254,7 @@ pub fn detect_edge_contacts(
             continue;
         }
         // The normal leaves the second body through its edge and enters the first through its
-        // edge ([`edges_pair`]).
+        // edge (`edges_pair`).
         let n = offset / distance;
         let exit = |s: &SoftSurface<'_>, e: u32, d: &Vec3| {
             exit_through_edge(s.mesh, s.x_start, e as usize, d)

@@ -269,7 +269,7 @@ impl Mprgp {
     /// ([`crate::sim::world::WorldSettings::measure_residual`]), a cube resting on a floor at
     /// 100 m from the origin ended its steps 30-40 times further from the implicit step's
     /// solution than at the origin, and at 1 km MPRGP stopped after 1-8 iterations. The solve
-    /// stops at the latest at [`ANCHORED_FLOOR`] times the original `||b||` (scaled), so that a
+    /// stops at the latest at `ANCHORED_FLOOR` (1e-13) times the original `||b||` (scaled), so that a
     /// `b - A anchor` at the level of rounding does not ask for the impossible.
     ///
     /// # Errors

@@ -77,9 +77,10 @@ fn a_dropped_jelly_sphere_never_gains_energy_and_comes_to_rest() {
         let (audits, world) = drop_audited(mesh, SoftMaterial::JELLY, 1.5, 8.0, settling);
         // From 1.5 s on (landed), the total never rises over any half second by more than
         // 10 mJ of its 253 J. Measured: 1.4 mJ with or without settling (3.8 and 2.4 mJ
-        // before the strain-rate damping) over the half second in which it comes to rest. There it stops on the PD tolerance after one iteration per
-        // step, so each step's friction is the last step's, and the lagged friction locks a
-        // few mJ into the elastic energy of the contact patch (0.4 mJ at ten fixed iterations).
+        // before the strain-rate damping) over the half second in which it comes to rest.
+        // There it stops on the PD tolerance after one iteration per step, so each step's
+        // friction is the last step's, and the lagged friction locks a few mJ into the elastic
+        // energy of the contact patch (0.4 mJ at ten fixed iterations).
         let rise = largest_rise(&audits, 90, 30);
         assert!(rise <= 1e-2, "{settling:?}: rose {rise} J over 0.5 s");
         // Friction never put in more than a trace. Measured from 1.5 s on: -190 mJ without

@@ -58,11 +58,11 @@ pub struct SoftMaterial {
     /// [`crate::sim::pd`]; the volume term is not damped). A mode of angular frequency `omega`
     /// (rad/s) whose stiffness is the corotated term's is damped with the ratio
     /// `strain_damping * omega / 2` (a free cube's axial mode: within 5-7 % of it, test
-    /// `strain_damping_decays_a_free_oscillation_at_the_kelvin_voigt_rate`). Unlike [`SoftMaterial::damping`] it also damps a body
-    /// bouncing on its own elasticity (a cube's up-and-down on a floor, whose velocity is
-    /// mostly rigid), and it does not depend on the time step. Rigid motion is never damped.
-    /// Projective Dynamics only: the Newton-MPRGP solver ignores it. Default:
-    /// [`STRAIN_DAMPING`].
+    /// `strain_damping_decays_a_free_oscillation_at_the_kelvin_voigt_rate`). Unlike
+    /// [`SoftMaterial::damping`] it also damps a body bouncing on its own elasticity (a cube's
+    /// up-and-down on a floor, whose velocity is mostly rigid), and it does not depend on the
+    /// time step. Rigid motion is never damped. Projective Dynamics only: the Newton-MPRGP
+    /// solver ignores it. Default: [`STRAIN_DAMPING`].
     pub strain_damping: f64,
     /// Coulomb friction coefficient, dimensionless, `>= 0`; combined with the other side's by
     /// [`SoftMaterial::friction_combine`]. Default: 0.8 (rubber).

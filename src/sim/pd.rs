@@ -99,6 +99,10 @@ pub struct PdSystem {
     incidence_ptr: Vec<u32>,
     incidence: Vec<u32>,
     matrix: SymmetricMatrix,
+    /// The values of the Jacobi-scaled matrix (see [`PdSystem::apply_jacobi_scaled`]).
+    jacobi_values: Vec<f64>,
+    /// `1 / sqrt(L_ii)` per unknown, the scaling of [`PdSystem::jacobi_values`].
+    jacobi_scale: Vec<f64>,
     chol: SparseCholesky,
     /// The tets again, in blocks for the vectorised local step.
     blocks: TetBlocks,
@@ -203,6 +207,8 @@ impl PdSystem {
             incidence_ptr,
             incidence,
             matrix,
+            jacobi_values: Vec::new(),
+            jacobi_scale: Vec::new(),
             chol,
             blocks,
             pinned_tets,
@@ -285,6 +291,8 @@ impl PdSystem {
                 }
             }
         }
+        self.matrix
+            .jacobi_scaled_values(&mut self.jacobi_scale, &mut self.jacobi_values);
     }
 
     /// Replaces the attachment stiffnesses (N/m per vertex); takes effect at the next
@@ -336,6 +344,21 @@ impl PdSystem {
     /// The global matrix `L` over the free vertices (acts on each coordinate).
     pub fn matrix(&self) -> &SymmetricMatrix {
         &self.matrix
+    }
+
+    /// `out = D^-1/2 L D^-1/2 x`, the Jacobi-scaled global matrix (`D` its diagonal), in one
+    /// pass over a scaled copy of its values kept with it: the operator MPRGP iterates with
+    /// (see [`crate::sim::qp::SpdOperator::apply_scaled`]).
+    pub fn apply_jacobi_scaled(&self, x: &[Vec3], out: &mut [Vec3]) {
+        self.matrix.mul_vec3_with(&self.jacobi_values, x, out);
+    }
+
+    /// The Jacobi scaling `1 / sqrt(L_ii)` of [`PdSystem::apply_jacobi_scaled`], alike on x, y
+    /// and z, into `out` (one per unknown).
+    pub fn jacobi_scale_into(&self, out: &mut [Vec3]) {
+        for (o, &s) in out.iter_mut().zip(&self.jacobi_scale) {
+            *o = Vec3::repeat(s);
+        }
     }
 
     /// Number of stored values in the Cholesky factor.
@@ -626,6 +649,12 @@ impl crate::sim::qp::SpdOperator for PdSystem {
     }
     fn diagonal(&self, out: &mut [Vec3]) {
         crate::sim::qp::SpdOperator::diagonal(&self.matrix, out);
+    }
+    fn jacobi_scale(&self, out: &mut [Vec3]) {
+        self.jacobi_scale_into(out);
+    }
+    fn apply_scaled(&self, _scale: &[Vec3], x: &[Vec3], _tmp: &mut [Vec3], out: &mut [Vec3]) {
+        self.apply_jacobi_scaled(x, out);
     }
 }
 

@@ -129,23 +129,51 @@ impl SymmetricMatrix {
     /// parallel (rayon) from [`PARALLEL_MATVEC_ROWS`] rows on; each row's sum is the same either
     /// way.
     pub fn mul_vec3(&self, x: &[Vec3], out: &mut [Vec3]) {
-        let out = &mut out[..self.n];
-        if self.n < PARALLEL_MATVEC_ROWS {
-            self.mul_rows(0, x, out);
-        } else {
-            out.par_chunks_mut(MATVEC_CHUNK_ROWS)
-                .enumerate()
-                .for_each(|(c, rows)| self.mul_rows(c * MATVEC_CHUNK_ROWS, x, rows));
+        self.mul_vec3_with(&self.values, x, out);
+    }
+
+    /// The values of the Jacobi-scaled matrix `D^-1/2 L D^-1/2` (`D` the diagonal) on this
+    /// pattern into `out`, and the scaling into `scale`: entry `(i, j)` is `L_ij * (s_i * s_j)`
+    /// with `s_i = 1 / sqrt(L_ii)`,
+    /// the scaling [`crate::sim::qp::mprgp::Mprgp`] solves with. Non-positive diagonal entries
+    /// give non-finite values (MPRGP refuses such a matrix before it applies them).
+    pub fn jacobi_scaled_values(&self, scale: &mut Vec<f64>, out: &mut Vec<f64>) {
+        scale.clear();
+        scale.extend((0..self.n).map(|i| 1.0 / self.diagonal(i).sqrt()));
+        out.clear();
+        out.resize(self.values.len(), 0.0);
+        for i in 0..self.n {
+            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
+                out[k] = self.values[k] * (scale[i] * scale[self.col_idx[k] as usize]);
+            }
         }
     }
 
-    /// Rows `first..first + out.len()` of `L x`.
-    fn mul_rows(&self, first: usize, x: &[Vec3], out: &mut [Vec3]) {
+    /// [`SymmetricMatrix::mul_vec3`] with `values` (in the order of [`SymmetricMatrix::slot`])
+    /// in place of the matrix's own: another matrix on the same pattern, such as the
+    /// [`SymmetricMatrix::jacobi_scaled_values`].
+    ///
+    /// # Panics
+    /// If `values` does not have one value per stored entry.
+    pub fn mul_vec3_with(&self, values: &[f64], x: &[Vec3], out: &mut [Vec3]) {
+        assert_eq!(values.len(), self.values.len(), "one value per entry");
+        let out = &mut out[..self.n];
+        if self.n < PARALLEL_MATVEC_ROWS {
+            self.mul_rows(values, 0, x, out);
+        } else {
+            out.par_chunks_mut(MATVEC_CHUNK_ROWS)
+                .enumerate()
+                .for_each(|(c, rows)| self.mul_rows(values, c * MATVEC_CHUNK_ROWS, x, rows));
+        }
+    }
+
+    /// Rows `first..first + out.len()` of `L x`, `L` with `values`.
+    fn mul_rows(&self, values: &[f64], first: usize, x: &[Vec3], out: &mut [Vec3]) {
         for (r, o) in out.iter_mut().enumerate() {
             let i = first + r;
             let mut acc = Vec3::zeros();
             for k in self.row_ptr[i]..self.row_ptr[i + 1] {
-                acc += self.values[k] * x[self.col_idx[k] as usize];
+                acc += values[k] * x[self.col_idx[k] as usize];
             }
             *o = acc;
         }
@@ -534,6 +562,30 @@ mod tests {
             m.values_mut()[k] += 0.5 + rnd();
         }
         m
+    }
+
+    /// The kept Jacobi-scaled values applied in one pass equal the scaling around the plain
+    /// product, `D^-1/2 (L (D^-1/2 x))`.
+    #[test]
+    fn jacobi_scaled_values_scale_the_product() {
+        let n = 60;
+        let m = test_matrix(n);
+        let (mut scale, mut values) = (Vec::new(), Vec::new());
+        m.jacobi_scaled_values(&mut scale, &mut values);
+        for (i, s) in scale.iter().enumerate() {
+            assert_eq!(*s, 1.0 / m.diagonal(i).sqrt());
+        }
+        let x: Vec<Vec3> = (0..n)
+            .map(|i| Vec3::new((i as f64).cos(), 0.5 - i as f64 * 0.01, (i % 3) as f64))
+            .collect();
+        let scaled_x: Vec<Vec3> = x.iter().zip(&scale).map(|(x, s)| x * *s).collect();
+        let mut plain = vec![Vec3::zeros(); n];
+        m.mul_vec3(&scaled_x, &mut plain);
+        let mut kept = vec![Vec3::zeros(); n];
+        m.mul_vec3_with(&values, &x, &mut kept);
+        for ((p, k), s) in plain.iter().zip(&kept).zip(&scale) {
+            assert!((p * *s - k).norm() < 1e-14 * (1.0 + k.norm()), "{p} vs {k}");
+        }
     }
 
     #[test]

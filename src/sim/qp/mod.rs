@@ -93,6 +93,29 @@ pub trait SpdOperator: Sync {
     fn apply(&self, x: &[Vec3], out: &mut [Vec3]);
     /// The diagonal of `A`, per coordinate.
     fn diagonal(&self, out: &mut [Vec3]);
+    /// `diag(A)^-1/2` per coordinate into `out`: the Jacobi scaling MPRGP solves with
+    /// (non-finite or zero where a diagonal entry is not positive and finite). The default
+    /// computes it from [`SpdOperator::diagonal`]; an operator may keep it.
+    fn jacobi_scale(&self, out: &mut [Vec3]) {
+        self.diagonal(out);
+        for s in out.iter_mut() {
+            *s = s.map(|d| 1.0 / d.sqrt());
+        }
+    }
+    /// `out = S A S x` with `S = diag(scale)`, where `scale` is `diag(A)^-1/2` as
+    /// [`SpdOperator::jacobi_scale`] gives it: the Jacobi-scaled operator MPRGP iterates with.
+    /// `tmp` is scratch of `x`'s length. The default scales around [`SpdOperator::apply`]
+    /// (three passes); an operator that keeps a scaled copy of itself applies that in one,
+    /// and may then ignore `scale` (it must be the scaling described).
+    fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
+        for ((t, v), s) in tmp.iter_mut().zip(x).zip(scale) {
+            *t = v.component_mul(s);
+        }
+        self.apply(tmp, out);
+        for (o, s) in out.iter_mut().zip(scale) {
+            *o = o.component_mul(s);
+        }
+    }
 }
 
 /// An SPD operator that can also solve `A x = b` (a prefactored direct solver).

@@ -422,8 +422,8 @@ struct IslandMatrix<'a> {
 
 /// One member's block of an [`IslandMatrix`].
 enum MemberMatrix<'a> {
-    /// The PD matrix, alike on x, y and z.
-    Pd(&'a crate::sim::sparse::SymmetricMatrix),
+    /// The PD system (its matrix acts alike on x, y and z).
+    Pd(&'a crate::sim::pd::PdSystem),
     /// The Newton matrix over the member's 3-vectors.
     Newton(crate::sim::fem::constrained::NewtonOperator<'a>),
 }
@@ -436,7 +436,7 @@ impl IslandMatrix<'_> {
             let pd = body.pd.as_ref()?;
             let matrix = match &body.newton {
                 Some(state) => MemberMatrix::Newton(state.system.operator()),
-                None => MemberMatrix::Pd(pd.matrix()),
+                None => MemberMatrix::Pd(pd),
             };
             let o = self.layout.offset_of[b as usize] as usize;
             Some((matrix, o, pd.free_vertices().len()))
@@ -452,7 +452,7 @@ impl SpdOperator for IslandMatrix<'_> {
         for (matrix, o, n) in self.blocks() {
             let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
             match matrix {
-                MemberMatrix::Pd(m) => m.mul_vec3(x, out),
+                MemberMatrix::Pd(pd) => pd.matrix().mul_vec3(x, out),
                 MemberMatrix::Newton(m) => m.apply(x, out),
             }
         }
@@ -461,8 +461,28 @@ impl SpdOperator for IslandMatrix<'_> {
         for (matrix, o, n) in self.blocks() {
             let out = &mut out[o..o + n];
             match matrix {
-                MemberMatrix::Pd(m) => SpdOperator::diagonal(m, out),
+                MemberMatrix::Pd(pd) => SpdOperator::diagonal(pd.matrix(), out),
                 MemberMatrix::Newton(m) => m.diagonal(out),
+            }
+        }
+    }
+    fn jacobi_scale(&self, out: &mut [Vec3]) {
+        for (matrix, o, n) in self.blocks() {
+            let out = &mut out[o..o + n];
+            match matrix {
+                MemberMatrix::Pd(pd) => pd.jacobi_scale_into(out),
+                MemberMatrix::Newton(m) => m.jacobi_scale(out),
+            }
+        }
+    }
+    fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
+        for (matrix, o, n) in self.blocks() {
+            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
+            match matrix {
+                MemberMatrix::Pd(pd) => pd.apply_jacobi_scaled(x, out),
+                MemberMatrix::Newton(m) => {
+                    m.apply_scaled(&scale[o..o + n], x, &mut tmp[o..o + n], out)
+                }
             }
         }
     }

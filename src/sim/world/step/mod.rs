@@ -4,7 +4,8 @@
 //!    along the predicted motion of every collider (the proxies, and every vertex that is not
 //!    one, interior vertices included: a crushed surface layer cannot let the inside through an
 //!    obstacle), the surface BVHs fitted over the motion.
-//! 2. **Detect soft contacts** (world): every pair of bodies whose BVHs overlap, and each body
+//! 2. **Detect soft contacts** (world, the pairs of each first body in parallel, their lists
+//!    joined in body order): every pair of bodies whose BVHs overlap, and each body
 //!    with itself when self-collision is on ([`crate::sim::contact::soft`]); edge-edge contacts
 //!    between creases of two bodies ([`crate::sim::contact::edge_edge`]).
 //! 3. **Islands**: bodies linked by soft contacts share one QP ([`super::island`]).
@@ -92,8 +93,8 @@ pub(crate) struct StepState {
     parent: Vec<u32>,
     soft_contacts: Vec<SoftContact>,
     edge_contacts: Vec<EdgeContact>,
-    pairs: Vec<(u32, u32)>,
-    overlap: OverlapScratch,
+    /// Per body: the soft detection of its pairs as the first body ([`detect_soft`]).
+    detection: Vec<PairDetection>,
     failures: Vec<Option<FreezeReason>>,
     /// Per island: the rebound velocity its contacts lack, then the scale of its response.
     deficits: Vec<Option<f64>>,
@@ -123,6 +124,15 @@ impl StepState {
     pub fn lcp(&self) -> &ContactLcp {
         &self.lcp
     }
+}
+
+/// What [`detect_soft`] finds for the pairs of one first body, with its scratch.
+#[derive(Debug, Default)]
+struct PairDetection {
+    soft: Vec<SoftContact>,
+    edges: Vec<EdgeContact>,
+    pairs: Vec<(u32, u32)>,
+    overlap: OverlapScratch,
 }
 
 /// World-level results of one substep.
@@ -462,41 +472,65 @@ fn swept_surface(i: usize, body: &SoftBody) -> SoftSurface<'_> {
 /// vertex-triangle both ways (deep overlaps included: `contact::overlap`), and edge-edge once
 /// per unordered pair.
 fn detect_soft(bodies: &[SoftBody], settings: &WorldSettings, st: &mut StepState) {
+    // Pairs grouped by their first body, in parallel; each group's contacts then appended in
+    // body order, so the lists (and all that follows from their order) are those of one
+    // thread.
+    st.detection
+        .resize_with(bodies.len(), PairDetection::default);
+    st.detection
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(a, found)| detect_pairs_of(bodies, a, settings, found));
     st.soft_contacts.clear();
     st.edge_contacts.clear();
-    for (a, ba) in bodies.iter().enumerate() {
-        for (b, bb) in bodies.iter().enumerate() {
-            // Nothing awake reaches a sleeping body (the wake pass saw to it).
-            let (fa, fb) = (ba.is_static(), bb.is_static());
-            if (fa && fb) || ba.asleep || bb.asleep || (a == b && !settings.self_collision) {
-                continue;
-            }
-            let first = st.soft_contacts.len();
-            detect_soft_contacts(
+    for found in &st.detection[..bodies.len()] {
+        st.soft_contacts.extend_from_slice(&found.soft);
+        st.edge_contacts.extend_from_slice(&found.edges);
+    }
+}
+
+/// Soft contacts of body `a`'s vertices (and edges) against every body `b` (itself with
+/// self-collision on) into `found`.
+fn detect_pairs_of(
+    bodies: &[SoftBody],
+    a: usize,
+    settings: &WorldSettings,
+    found: &mut PairDetection,
+) {
+    found.soft.clear();
+    found.edges.clear();
+    let ba = &bodies[a];
+    for (b, bb) in bodies.iter().enumerate() {
+        // Nothing awake reaches a sleeping body (the wake pass saw to it).
+        let (fa, fb) = (ba.is_static(), bb.is_static());
+        if (fa && fb) || ba.asleep || bb.asleep || (a == b && !settings.self_collision) {
+            continue;
+        }
+        let first = found.soft.len();
+        detect_soft_contacts(
+            &swept_surface(a, ba),
+            &swept_surface(b, bb),
+            settings.contact_margin,
+            settings.soft_depth_limit,
+            &mut found.pairs,
+            &mut found.soft,
+        );
+        detect_deep_overlap(
+            &swept_surface(a, ba),
+            &swept_surface(b, bb),
+            first,
+            &mut found.overlap,
+            &mut found.soft,
+        );
+        if settings.edge_contacts && a <= b {
+            detect_edge_contacts(
                 &swept_surface(a, ba),
                 &swept_surface(b, bb),
                 settings.contact_margin,
-                settings.soft_depth_limit,
-                &mut st.pairs,
-                &mut st.soft_contacts,
+                a == b,
+                &mut found.pairs,
+                &mut found.edges,
             );
-            detect_deep_overlap(
-                &swept_surface(a, ba),
-                &swept_surface(b, bb),
-                first,
-                &mut st.overlap,
-                &mut st.soft_contacts,
-            );
-            if settings.edge_contacts && a <= b {
-                detect_edge_contacts(
-                    &swept_surface(a, ba),
-                    &swept_surface(b, bb),
-                    settings.contact_margin,
-                    a == b,
-                    &mut st.pairs,
-                    &mut st.edge_contacts,
-                );
-            }
         }
     }
 }

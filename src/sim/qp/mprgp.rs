@@ -55,7 +55,7 @@
 //! matrix's, [`crate::sim::pd::PdSystem::apply_jacobi_scaled`]) instead of scaling its input
 //! and output around every product; and from [`crate::sim::sparse::PARALLEL_MATVEC_ROWS`]
 //! unknowns the CG step's passes and the product's dot products run on both threads, over
-//! chunks of [`PASS_CHUNK`] unknowns whose sums are added in order (the same bits on any
+//! chunks of 1,024 unknowns whose sums are added in order (the same bits on any
 //! number of threads, tested). Measured on the 10,648-vertex cube dropped on the floor (40
 //! steps, 107 MPRGP iterations per step, nearly all CG steps; three runs each, binaries
 //! alternated): the QP 26.1-27.3 -> 19.9-20.2 ms per step, the whole step 79.8-84.0 ->

@@ -39,6 +39,8 @@ pub struct DeformableDiagnostics {
     /// Time writing the bodies back to the ECS: render points after the last step plus the
     /// last frame's interpolated meshes (ms).
     pub writeback_ms: f64,
+    /// Wall time of the soft skins' write-back into their skinned meshes this frame (ms).
+    pub skin_ms: f64,
     /// Time in the velocity-level contact LCP: restitution and friction (ms).
     pub lcp_ms: f64,
     /// Time refactoring after edits (ms).

@@ -7,6 +7,7 @@
 //! - [`sim`]: the simulation core, plain Rust (no Bevy types), usable and tested on its own.
 //! - [`DeformablePlugin`] and the [`components`]: the Bevy integration, a thin layer that copies
 //!   ECS edits into the core once per fixed step and writes the results back.
+//! - [`skin`]: soft flesh on skinned (glTF) characters, driven by their animation.
 //! - `DeformableInspectorPlugin` (feature `inspector`, on by default): an egui panel to tune
 //!   bodies and settings live, plots of the solver's statistics, debug drawing with gizmos, and
 //!   a mouse grab tool. Its non-UI parts ([`grab`], [`history`], [`tuning`]) are always built,
@@ -32,6 +33,7 @@ pub mod messages;
 pub mod plugin;
 mod render;
 pub mod sim;
+pub mod skin;
 pub mod status;
 pub mod tuning;
 
@@ -59,6 +61,7 @@ pub mod prelude {
         FrictionModel, SolverChoice,
     };
     pub use crate::sim::{FreezeReason, TetMesh, TriangleSurface};
+    pub use crate::skin::{SkinFlesh, SkinRegion, SoftSkin, SoftSkinError, SoftSkinStatus};
     pub use crate::status::{BodyError, BodyStatus};
     pub use crate::tuning::{
         LoadTuning, MaterialPreset, SaveTuning, SceneTuning, TuningFile, TuningPlugin,

@@ -29,17 +29,24 @@ use bevy_deformable::prelude::*;
 pub fn example_app(title: &str, scene: ExampleScene) -> App {
     let mut app = App::new();
     app.add_plugins((
-        DefaultPlugins.set(WindowPlugin {
-            primary_window: Some(Window {
-                title: format!(
-                    "bevy_deformable: {title} (drag a body: pull, drag: orbit, scroll: zoom, \
+        DefaultPlugins
+            .set(AssetPlugin {
+                // Approved loads only, but a model given on the command line may be approved
+                // explicitly (the character example).
+                unapproved_path_mode: bevy::asset::UnapprovedPathMode::Deny,
+                ..default()
+            })
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title: format!(
+                        "bevy_deformable: {title} (drag a body: pull, drag: orbit, scroll: zoom, \
                      P: pause, S: step, F1: panel)"
-                ),
-                resolution: (1280, 720).into(),
+                    ),
+                    resolution: (1280, 720).into(),
+                    ..default()
+                }),
                 ..default()
             }),
-            ..default()
-        }),
         DeformablePlugin::default(),
         DeformableInspectorPlugin {
             open: std::env::var("DEFORMABLE_PANEL").as_deref() != Ok("closed"),

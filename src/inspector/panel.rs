@@ -20,6 +20,7 @@ use crate::history::StepHistory;
 use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, ElasticModel, FrictionModel, SolverChoice};
 use crate::sim::MAX_ANDERSON_WINDOW;
+use crate::skin::SkinFlesh;
 use crate::status::BodyStatus;
 use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
 
@@ -33,6 +34,7 @@ type BodyRow = (
     &'static DeformableState,
     &'static mut SoftMaterial,
     Option<&'static mut Pin>,
+    Option<&'static mut SkinFlesh>,
 );
 
 /// Everything the panel reads and edits.
@@ -143,7 +145,7 @@ fn body_list(ui: &mut egui::Ui, p: &mut Panel) {
     let mut rows: Vec<(Entity, String, bool)> = p
         .bodies
         .iter()
-        .map(|(e, name, state, _, _)| (e, body_label(e, name), state.failed()))
+        .map(|(e, name, state, _, _, _)| (e, body_label(e, name), state.failed()))
         .collect();
     rows.sort_by_key(|r| r.0);
     egui::CollapsingHeader::new(format!("Bodies ({})", rows.len()))
@@ -175,7 +177,7 @@ fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
     let Some(entity) = p.state.selected else {
         return;
     };
-    let Ok((_, name, state, mut material, pin)) = p.bodies.get_mut(entity) else {
+    let Ok((_, name, state, mut material, pin, flesh)) = p.bodies.get_mut(entity) else {
         p.state.selected = None;
         return;
     };
@@ -210,7 +212,22 @@ fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
                 ));
             }
             pins(ui, pin);
+            if let Some(flesh) = flesh {
+                flesh_springs(ui, flesh);
+            }
         });
+}
+
+/// The spring frequencies of a skinned region's flesh (see `SkinFlesh`).
+fn flesh_springs(ui: &mut egui::Ui, mut flesh: Mut<SkinFlesh>) {
+    let (mut bone, mut surface) = (flesh.bone_frequency, flesh.surface_frequency);
+    ui.label("skin springs (the animation's hold on the flesh)");
+    ui.add(egui::Slider::new(&mut bone, 0.0..=40.0).text("near bones (Hz)"));
+    ui.add(egui::Slider::new(&mut surface, 0.0..=20.0).text("elsewhere (Hz)"));
+    if (bone, surface) != (flesh.bone_frequency, flesh.surface_frequency) {
+        flesh.bone_frequency = bone;
+        flesh.surface_frequency = surface;
+    }
 }
 
 /// Material sliders and presets; edits `m` in place.

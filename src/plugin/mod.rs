@@ -56,6 +56,10 @@ use crate::diagnostics::{self, DeformableDiagnostics};
 use crate::grab::{GrabTool, sync_grab};
 use crate::history::StepHistory;
 use crate::messages::{BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene};
+use crate::skin::{
+    SkinFlesh, SkinRegion, SoftSkin, build_soft_skins, draw_soft_skins, drive_soft_skins,
+    record_skin_displacements,
+};
 use create::create_bodies;
 use step::step_world;
 use sync::{
@@ -200,6 +204,9 @@ impl Plugin for DeformablePlugin {
             .register_type::<Obstacle>()
             .register_type::<Pin>()
             .register_type::<Attachment>()
+            .register_type::<SoftSkin>()
+            .register_type::<SkinRegion>()
+            .register_type::<SkinFlesh>()
             .add_message::<BodyFrozen>()
             .add_message::<BodySlept>()
             .add_message::<BodyWoke>()
@@ -229,17 +236,20 @@ impl Plugin for DeformablePlugin {
                         apply_config,
                         remove_bodies,
                         reset_scene,
+                        build_soft_skins,
                         create_bodies,
                         sync_materials,
                         sync_pins,
                         sync_obstacles,
                         sync_attachments,
+                        drive_soft_skins,
                         sync_grab,
                     )
                         .chain()
                         .in_set(DeformableSystems::Sync),
                     step_world.in_set(DeformableSystems::Step),
-                    record_render_points.in_set(DeformableSystems::Writeback),
+                    (record_render_points, record_skin_displacements)
+                        .in_set(DeformableSystems::Writeback),
                 ),
             )
             .configure_sets(
@@ -248,7 +258,11 @@ impl Plugin for DeformablePlugin {
             )
             .add_systems(
                 PostUpdate,
-                draw_interpolated.in_set(DeformableSystems::Render),
+                (
+                    draw_interpolated.in_set(DeformableSystems::Render),
+                    // The engine skins with the joints' propagated poses: write after them.
+                    draw_soft_skins.after(TransformSystems::Propagate),
+                ),
             );
     }
 }

@@ -45,6 +45,11 @@ impl DeformableWorld {
     }
 
     /// The simulation world, for the plugin's own edits (grab, reset, pins).
+    /// Whether the world stepped in this run of the schedule (not paused).
+    pub(crate) fn stepped(&self) -> bool {
+        self.stepped
+    }
+
     pub(crate) fn world_mut(&mut self) -> &mut SoftWorld {
         &mut self.world
     }

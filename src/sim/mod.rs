@@ -20,6 +20,7 @@
 //! | [`fem`] | finite-element energies, gradients and SPD-projected Hessians (the Newton solver) |
 //! | [`ordering`] | nested-dissection fill-reducing ordering of the sparse Cholesky |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
+//! | [`skin`] | soft flesh on skinned meshes: region cages, skinning targets, skinned write-back |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
 //! | [`world`] | [`SoftWorld`]: bodies, obstacles, the step and its report |
 
@@ -41,6 +42,7 @@ pub mod pick;
 pub mod polar;
 pub mod polar_lanes;
 pub mod qp;
+pub mod skin;
 pub mod sparse;
 pub mod surface;
 #[cfg(test)]

@@ -246,12 +246,12 @@ fn check_closed(triangles: &[[usize; 3]], welded: &[usize]) -> Result<(), Surfac
 }
 
 /// Signed distance to a closed surface (negative inside), through a parry3d BVH.
-struct SignedDistance {
+pub(crate) struct SignedDistance {
     mesh: TriMesh,
 }
 
 impl SignedDistance {
-    fn new(surface: &TriangleSurface) -> Result<Self, SurfaceError> {
+    pub(crate) fn new(surface: &TriangleSurface) -> Result<Self, SurfaceError> {
         let vertices: Vec<Vector> = surface
             .positions
             .iter()
@@ -262,7 +262,7 @@ impl SignedDistance {
         Ok(Self { mesh })
     }
 
-    fn at(&self, p: [f64; 3]) -> f64 {
+    pub(crate) fn at(&self, p: [f64; 3]) -> f64 {
         let q = Vector::new(p[0] as f32, p[1] as f32, p[2] as f32);
         let proj = self.mesh.project_local_point(q, false);
         let d = (proj.point - q).length() as f64;

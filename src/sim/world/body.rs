@@ -102,12 +102,19 @@ pub(crate) fn collision_points(
             *flag = true;
         }
     }
+    let others: Vec<u32> = (0..vertex_count as u32)
+        .filter(|&v| !is_proxy[v as usize])
+        .collect();
+    listed_collision_points(proxies, &others)
+}
+
+/// The proxies, then the listed vertices (see [`super::SoftWorld::set_colliders`]).
+pub(crate) fn listed_collision_points(
+    proxies: &[EmbeddedPoint],
+    vertices: &[u32],
+) -> Vec<EmbeddedPoint> {
     let mut out = proxies.to_vec();
-    out.extend(
-        (0..vertex_count as u32)
-            .filter(|&v| !is_proxy[v as usize])
-            .map(EmbeddedPoint::vertex),
-    );
+    out.extend(vertices.iter().map(|&v| EmbeddedPoint::vertex(v)));
     out
 }
 
@@ -136,6 +143,9 @@ pub struct SoftBody {
     /// (interior vertices, and surface vertices where the proxies are embedded points), so
     /// that no part of a body passes through an obstacle (see [`collision_points`]).
     pub(crate) colliders: Vec<EmbeddedPoint>,
+    /// Bodies sharing a group never collide with each other (the soft regions of one
+    /// character); `None` collides with every body.
+    pub(crate) collision_group: Option<u64>,
     /// The grab spring, if the body is held.
     pub(crate) grab: Option<PointSpring>,
     /// How long the last rebuild or refactorization took.
@@ -182,6 +192,7 @@ impl SoftBody {
             targets: vec![Vec3::zeros(); n],
             proxies,
             colliders,
+            collision_group: None,
             grab: None,
             last_refactor: None,
             frozen: None,

@@ -767,6 +767,44 @@ impl SoftWorld {
         Ok(())
     }
 
+    /// Replaces what of the body collides with obstacles: the `proxies` (which also take part
+    /// in soft-soft contact) and exactly the listed `vertices`, instead of every vertex that is
+    /// not a proxy. For a cage that reaches beyond the surface it carries (a skinned region's
+    /// flesh), where the cage's outer vertices would hold the surface off an obstacle.
+    ///
+    /// # Errors
+    /// Unknown body, or a proxy or vertex out of range, or non-finite weights.
+    pub fn set_colliders(
+        &mut self,
+        h: BodyHandle,
+        proxies: Vec<EmbeddedPoint>,
+        vertices: &[u32],
+    ) -> Result<(), WorldError> {
+        let n = self.body(h)?.x.len();
+        for &v in vertices {
+            check_vertex(v as usize, n)?;
+        }
+        self.set_proxies(h, proxies)?;
+        let b = self.body_mut(h)?;
+        b.colliders = body::listed_collision_points(&b.proxies, vertices);
+        Ok(())
+    }
+
+    /// Puts the body in a collision group: bodies of one group never collide with each other
+    /// (the soft regions of one character, which overlap where they meet); `None` (the
+    /// default) collides with every body. Obstacles are not affected.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`].
+    pub fn set_collision_group(
+        &mut self,
+        h: BodyHandle,
+        group: Option<u64>,
+    ) -> Result<(), WorldError> {
+        self.body_mut(h)?.collision_group = group;
+        Ok(())
+    }
+
     /// The body's collision proxies.
     ///
     /// # Errors

@@ -503,7 +503,14 @@ fn detect_pairs_of(
     for (b, bb) in bodies.iter().enumerate() {
         // Nothing awake reaches a sleeping body (the wake pass saw to it).
         let (fa, fb) = (ba.is_static(), bb.is_static());
-        if (fa && fb) || ba.asleep || bb.asleep || (a == b && !settings.self_collision) {
+        let same_group =
+            a != b && ba.collision_group.is_some() && ba.collision_group == bb.collision_group;
+        if (fa && fb)
+            || ba.asleep
+            || bb.asleep
+            || (a == b && !settings.self_collision)
+            || same_group
+        {
             continue;
         }
         let first = found.soft.len();

@@ -1,0 +1,171 @@
+//! A skinned glTF creature walks in a loop, hopping: its belly and tail are soft flesh on its
+//! skeleton. They lag, jiggle, squash on the floor at every landing, and bump into a jelly cube,
+//! a rubber ball, a hard pillar and a hard ball on the way. The rest of the creature (head,
+//! back) stays skinned by Bevy.
+//!
+//! ```text
+//! cargo run --release --example character
+//! cargo run --release --example character -- path/to/model.glb
+//! ```
+//!
+//! The creature is `assets/creature/creature.glb`, written by `cargo run --example
+//! make_creature`. Any other skinned glTF works too: its first skinned mesh becomes soft as a
+//! whole (bone springs hold the flesh near its bones) and its first animation plays.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use bevy::mesh::skinning::SkinnedMesh;
+use bevy::prelude::*;
+use bevy::world_serialization::{WorldAssetRoot, WorldInstanceReady};
+use bevy_deformable::prelude::*;
+
+/// The bundled creature, relative to `assets/`.
+const CREATURE: &str = "creature/creature.glb";
+/// Radius of the creature's walk (m): see `examples/common/creature.rs`.
+const PATH_RADIUS: f32 = 1.8;
+
+/// The model given on the command line, if any.
+#[derive(Resource)]
+struct Model(Option<String>);
+
+/// The animation to play once the character's scene has spawned.
+#[derive(Component)]
+struct Walk {
+    graph: Handle<AnimationGraph>,
+    index: AnimationNodeIndex,
+}
+
+fn main() {
+    let model = std::env::args().nth(1);
+    common::example_app(
+        "character",
+        common::ExampleScene {
+            focus: Vec3::new(-0.3, 0.3, -0.6),
+            distance: 4.6,
+            yaw: 0.4,
+            pitch: 0.55,
+        },
+    )
+    .insert_resource(Model(model))
+    .add_systems(Startup, setup)
+    .add_systems(Update, soften)
+    .run();
+}
+
+fn setup(
+    mut commands: Commands,
+    assets: Res<AssetServer>,
+    model: Res<Model>,
+    mut graphs: ResMut<Assets<AnimationGraph>>,
+    mut meshes: ResMut<Assets<Mesh>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    let (scene, clip) = match &model.0 {
+        None => (
+            assets.load(GltfAssetLabel::Scene(0).from_asset(CREATURE)),
+            assets.load(GltfAssetLabel::Animation(0).from_asset(CREATURE)),
+        ),
+        Some(path) => {
+            // A file anywhere on disk: outside `assets/`, so the load is approved explicitly.
+            let path = std::fs::canonicalize(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            (
+                assets
+                    .load_builder()
+                    .override_unapproved()
+                    .load(GltfAssetLabel::Scene(0).from_asset(path.clone())),
+                assets
+                    .load_builder()
+                    .override_unapproved()
+                    .load(GltfAssetLabel::Animation(0).from_asset(path)),
+            )
+        }
+    };
+    let (graph, index) = AnimationGraph::from_clip(clip);
+    commands
+        .spawn((
+            Name::new("creature"),
+            WorldAssetRoot(scene),
+            Walk {
+                graph: graphs.add(graph),
+                index,
+            },
+        ))
+        .observe(play_when_ready);
+
+    // On the way round: a jelly cube and a rubber ball (soft), a pillar and a ball (hard).
+    let on_path = |degrees: f32, off: f32, y: f32| {
+        let a = degrees.to_radians();
+        Vec3::new(
+            (PATH_RADIUS + off) * a.cos(),
+            y,
+            (PATH_RADIUS + off) * a.sin(),
+        )
+    };
+    commands.spawn((
+        Name::new("jelly cube"),
+        DeformableBody::cuboid(Vec3::splat(0.18), 5).expect("valid size"),
+        SoftMaterial::JELLY,
+        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.3, 0.8, 0.4)))),
+        Transform::from_translation(on_path(100.0, 0.3, 0.19)),
+    ));
+    commands.spawn((
+        Name::new("rubber ball"),
+        DeformableBody::sphere(0.2, 6).expect("valid size"),
+        Mesh3d(meshes.add(Sphere::new(0.2).mesh().ico(3).expect("ico(3) is valid"))),
+        SoftMaterial::RUBBER,
+        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.2, 0.5, 0.9)))),
+        Transform::from_translation(on_path(215.0, -0.35, 0.21)),
+    ));
+    let stone = materials.add(Color::srgb(0.55, 0.5, 0.48));
+    commands.spawn((
+        Name::new("pillar"),
+        Mesh3d(meshes.add(Capsule3d::new(0.12, 1.0))),
+        MeshMaterial3d(stone.clone()),
+        Transform::from_translation(on_path(-10.0, 0.55, 0.6)),
+        Obstacle::capsule(0.5, 0.12),
+    ));
+    commands.spawn((
+        Name::new("boulder"),
+        Mesh3d(meshes.add(Sphere::new(0.3).mesh().ico(4).expect("ico(4) is valid"))),
+        MeshMaterial3d(stone),
+        Transform::from_translation(on_path(300.0, -0.55, 0.15)),
+        Obstacle::ball(0.3),
+    ));
+}
+
+/// Plays the walk on the scene's animation player once the scene has spawned.
+fn play_when_ready(
+    ready: On<WorldInstanceReady>,
+    mut commands: Commands,
+    walks: Query<&Walk>,
+    children: Query<&Children>,
+    mut players: Query<&mut AnimationPlayer>,
+) {
+    let Ok(walk) = walks.get(ready.entity) else {
+        return;
+    };
+    for child in children.iter_descendants(ready.entity) {
+        if let Ok(mut player) = players.get_mut(child) {
+            player.play(walk.index).repeat();
+            commands
+                .entity(child)
+                .insert(AnimationGraphHandle(walk.graph.clone()));
+        }
+    }
+}
+
+/// Makes each skinned mesh soft when it appears: the creature's belly and tail, or the whole of
+/// a model given on the command line.
+fn soften(mut commands: Commands, model: Res<Model>, skinned: Query<Entity, Added<SkinnedMesh>>) {
+    for entity in &skinned {
+        let skin = match model.0 {
+            None => SoftSkin::new(vec![
+                SkinRegion::new("belly", ["belly"]).with_weights(0.3, 0.3),
+                SkinRegion::new("tail", ["tail_1"]).with_bone_frequency(8.0),
+            ]),
+            Some(_) => SoftSkin::whole("body"),
+        };
+        commands.entity(entity).insert(skin);
+    }
+}

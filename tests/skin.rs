@@ -1,0 +1,360 @@
+//! Soft flesh on a skinned character, headless: the creature of `examples/character.rs` built in
+//! code (mesh, skeleton, skin, walk cycle), its belly and tail made soft with `SoftSkin`, and
+//! the engine's skinning of the written mesh computed on the CPU (linear-blend skinning with the
+//! joints' propagated `GlobalTransform`s, as Bevy's vertex shader does).
+
+#[path = "../examples/common/creature.rs"]
+mod creature;
+
+use bevy::asset::AssetPlugin;
+use bevy::ecs::hierarchy::ChildOf;
+use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
+use bevy::mesh::{Mesh, Mesh3d, MeshPlugin, VertexAttributeValues};
+use bevy::prelude::*;
+use bevy::time::TimeUpdateStrategy;
+use bevy::transform::TransformPlugin;
+use bevy_deformable::prelude::*;
+
+/// The fixed step of these apps (s): Bevy's default 64 Hz.
+const STEP: f32 = 1.0 / 64.0;
+
+fn app(gravity: Vec3) -> App {
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins,
+        AssetPlugin::default(),
+        MeshPlugin,
+        TransformPlugin,
+        DeformablePlugin::default().with_gravity(gravity),
+    ));
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    // Drawn at the last step, not blended with the one before.
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .interpolate = false;
+    app.update();
+    app
+}
+
+struct Creature {
+    mesh: Entity,
+    joints: Vec<Entity>,
+    rest: Vec<Vec3>,
+    skin: Vec<([u16; 4], [f32; 4])>,
+    inverse_bindposes: Vec<Mat4>,
+}
+
+fn spawn_creature(app: &mut App, skin: impl Bundle) -> Creature {
+    let mesh = creature::mesh();
+    let Some(VertexAttributeValues::Float32x3(rest)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        unreachable!()
+    };
+    let rest: Vec<Vec3> = rest.iter().map(|p| Vec3::from_array(*p)).collect();
+    let (Some(VertexAttributeValues::Uint16x4(j)), Some(VertexAttributeValues::Float32x4(w))) = (
+        mesh.attribute(Mesh::ATTRIBUTE_JOINT_INDEX),
+        mesh.attribute(Mesh::ATTRIBUTE_JOINT_WEIGHT),
+    ) else {
+        unreachable!()
+    };
+    let skin_weights = j.iter().copied().zip(w.iter().copied()).collect();
+    let world = app.world_mut();
+    let handle = world.resource_mut::<Assets<Mesh>>().add(mesh);
+    let inverse_bindposes = creature::inverse_bindposes();
+    let bindposes = world
+        .resource_mut::<Assets<SkinnedMeshInverseBindposes>>()
+        .add(SkinnedMeshInverseBindposes::from(inverse_bindposes.clone()));
+    let pose = creature::pose(0.0);
+    let mut joints: Vec<Entity> = Vec::new();
+    for (j, def) in creature::joints().iter().enumerate() {
+        let mut e = world.spawn((Name::new(def.name), pose[j]));
+        if let Some(p) = def.parent {
+            e.insert(ChildOf(joints[p]));
+        }
+        joints.push(e.id());
+    }
+    let mesh = world
+        .spawn((
+            Mesh3d(handle),
+            SkinnedMesh {
+                inverse_bindposes: bindposes,
+                joints: joints.clone(),
+            },
+            Transform::default(),
+            skin,
+        ))
+        .id();
+    Creature {
+        mesh,
+        joints,
+        rest,
+        skin: skin_weights,
+        inverse_bindposes,
+    }
+}
+
+fn pose_at(app: &mut App, c: &Creature, t: f32) {
+    for (e, local) in c.joints.iter().zip(creature::pose(t)) {
+        *app.world_mut().get_mut::<Transform>(*e).unwrap() = local;
+    }
+}
+
+/// Linear-blend skinning of `p` with the skin of vertex `v`, as the engine draws it.
+fn skinned(app: &App, c: &Creature, v: usize, p: Vec3) -> Vec3 {
+    let (joints, weights) = c.skin[v];
+    let mut out = Vec3::ZERO;
+    let total: f32 = weights.iter().sum();
+    for k in 0..4 {
+        if weights[k] > 0.0 {
+            let j = joints[k] as usize;
+            let global = app.world().get::<GlobalTransform>(c.joints[j]).unwrap();
+            let m = global.to_matrix() * c.inverse_bindposes[j];
+            out += weights[k] / total * m.transform_point3(p);
+        }
+    }
+    out
+}
+
+/// The skinned entity's mesh positions as written (bind space).
+fn written(app: &App, c: &Creature) -> Vec<Vec3> {
+    let handle = &app.world().get::<Mesh3d>(c.mesh).unwrap().0;
+    let mesh = app.world().resource::<Assets<Mesh>>().get(handle).unwrap();
+    let Some(VertexAttributeValues::Float32x3(p)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION) else {
+        panic!("no positions");
+    };
+    p.iter().map(|p| Vec3::from_array(*p)).collect()
+}
+
+/// The largest distance between where the engine draws the written mesh and where it draws the
+/// rest mesh (the flesh's visible displacement, m).
+fn largest_displacement(app: &App, c: &Creature) -> f32 {
+    let w = written(app, c);
+    (0..w.len())
+        .map(|v| skinned(app, c, v, w[v]).distance(skinned(app, c, v, c.rest[v])))
+        .fold(0.0, f32::max)
+}
+
+fn belly_and_tail() -> Vec<SkinRegion> {
+    vec![
+        SkinRegion::new("belly", ["belly"]).with_weights(0.3, 0.3),
+        SkinRegion::new("tail", ["tail_1"]),
+    ]
+}
+
+fn ready(app: &App, c: &Creature) -> Vec<Entity> {
+    match app.world().get::<SoftSkinStatus>(c.mesh).unwrap() {
+        SoftSkinStatus::Ready(flesh) => flesh.clone(),
+        other => panic!("soft skin not ready: {other:?}"),
+    }
+}
+
+#[test]
+fn a_stiff_flesh_draws_exactly_the_skinned_mesh_over_the_walk() {
+    let mut app = app(Vec3::new(0.0, -9.81, 0.0));
+    let stiff: Vec<SkinRegion> = belly_and_tail()
+        .into_iter()
+        .map(|r| r.with_bone_frequency(1000.0).with_surface_frequency(1000.0))
+        .collect();
+    let c = spawn_creature(&mut app, SoftSkin::new(stiff));
+    let mut worst: f32 = 0.0;
+    for step in 0..128 {
+        pose_at(&mut app, &c, step as f32 * STEP);
+        app.update();
+        if step >= 2 {
+            worst = worst.max(largest_displacement(&app, &c));
+        }
+    }
+    let flesh = ready(&app, &c);
+    assert_eq!(flesh.len(), 2);
+    assert_eq!(
+        app.world().get::<Name>(flesh[0]).unwrap().as_str(),
+        "belly flesh"
+    );
+    eprintln!("stiff flesh drawn at most {worst} m from the skinned mesh");
+    assert!(worst < 1e-4, "drawn {worst} m from the skinned mesh");
+}
+
+/// Two seconds of the walk (hops, sway, a wagging tail) with no gravity and no contacts, then
+/// five seconds holding the bind pose where the walk left the root (the flesh's rest shape is
+/// the bind pose: in a bent pose its elasticity and the springs settle between the two): the
+/// largest displacement while walking and at the end.
+fn walk_and_hold(regions: Vec<SkinRegion>) -> (f32, f32) {
+    let mut app = app(Vec3::ZERO);
+    let c = spawn_creature(&mut app, SoftSkin::new(regions));
+    let mut walking: f32 = 0.0;
+    for step in 0..128 {
+        pose_at(&mut app, &c, step as f32 * STEP);
+        app.update();
+        walking = walking.max(largest_displacement(&app, &c));
+    }
+    let mut hold = creature::bind_locals();
+    hold[0] = creature::pose(128.0 * STEP)[0];
+    for _ in 0..320 {
+        for (e, local) in c.joints.iter().zip(&hold) {
+            *app.world_mut().get_mut::<Transform>(*e).unwrap() = *local;
+        }
+        app.update();
+    }
+    (walking, largest_displacement(&app, &c))
+}
+
+#[test]
+fn the_flesh_lags_less_on_stiffer_springs_and_settles_on_the_skinned_pose() {
+    let (default, default_settled) = walk_and_hold(belly_and_tail());
+    let stiffer: Vec<SkinRegion> = belly_and_tail()
+        .into_iter()
+        .map(|r| r.with_bone_frequency(20.0).with_surface_frequency(5.0))
+        .collect();
+    let (stiff, stiff_settled) = walk_and_hold(stiffer);
+    eprintln!(
+        "largest lag while walking: {default} m (6 / 1 Hz), {stiff} m (20 / 5 Hz); \
+         after 5 s held: {default_settled} m, {stiff_settled} m"
+    );
+    // The flesh follows the animation with a visible lag that stiffer springs shrink.
+    assert!(stiff > 2e-3, "the flesh does not lag ({stiff} m)");
+    assert!(
+        stiff < 0.7 * default,
+        "{stiff} m on stiffer springs, {default} m"
+    );
+    assert!(default < 0.15, "the flesh lags {default} m");
+    // Held still in the bind pose, it comes back onto the skinned mesh.
+    for settled in [default_settled, stiff_settled] {
+        assert!(settled < 2e-3, "still {settled} m off after 5 s");
+    }
+}
+
+#[test]
+fn seams_and_region_edges_have_no_gap() {
+    let mut app = app(Vec3::new(0.0, -9.81, 0.0));
+    let c = spawn_creature(&mut app, SoftSkin::new(belly_and_tail()));
+    // Vertices split along the UV seam (the same rest position twice).
+    let mut twins = Vec::new();
+    for a in 0..c.rest.len() {
+        for b in a + 1..c.rest.len() {
+            if c.rest[a] == c.rest[b] {
+                twins.push((a, b));
+            }
+        }
+    }
+    assert!(twins.len() > 40, "{} seam pairs", twins.len());
+    let mut moved = 0;
+    for step in 0..96 {
+        pose_at(&mut app, &c, step as f32 * STEP);
+        app.update();
+        let w = written(&app, &c);
+        for &(a, b) in &twins {
+            assert!(w[a].distance(w[b]) < 1e-6, "seam pair {a}/{b} opened");
+        }
+        moved = moved.max(twins.iter().filter(|(a, _)| w[*a] != c.rest[*a]).count());
+    }
+    assert!(moved > 0, "no seam vertex is in a region");
+    // The head is in no region: never written.
+    let w = written(&app, &c);
+    for (v, p) in c.rest.iter().enumerate() {
+        if p.x > 0.3 {
+            assert_eq!(w[v], *p, "head vertex {v} written");
+        }
+    }
+}
+
+#[test]
+fn the_belly_squashes_on_the_floor_instead_of_passing_through() {
+    let mut app = app(Vec3::new(0.0, -9.81, 0.0));
+    app.world_mut().spawn((
+        Obstacle::halfspace(Vec3::Y),
+        Transform::from_xyz(0.0, 0.07, 0.0),
+    ));
+    let c = spawn_creature(&mut app, SoftSkin::new(belly_and_tail()));
+    // The creature stands still with its belly 3 cm into a floor at y = 0.07.
+    for _ in 0..192 {
+        pose_at(&mut app, &c, 0.0);
+        app.update();
+    }
+    let w = written(&app, &c);
+    let mut lowest_drawn = f32::INFINITY;
+    let mut lowest_rest = f32::INFINITY;
+    for (v, p) in w.iter().enumerate() {
+        lowest_drawn = lowest_drawn.min(skinned(&app, &c, v, *p).y);
+        lowest_rest = lowest_rest.min(skinned(&app, &c, v, c.rest[v]).y);
+    }
+    eprintln!("lowest skinned {lowest_rest} drawn {lowest_drawn}");
+    assert!(
+        lowest_rest < 0.045,
+        "the rest pose does not reach into the floor"
+    );
+    assert!(
+        lowest_drawn > 0.07 - 5e-3,
+        "belly drawn at {lowest_drawn} under a floor at 0.07"
+    );
+}
+
+#[test]
+fn bad_skins_are_reported_as_typed_errors() {
+    let mut app = app(Vec3::ZERO);
+    let unknown = spawn_creature(
+        &mut app,
+        SoftSkin::new(vec![SkinRegion::new("wing", ["wing"])]),
+    );
+    let bad_setting = spawn_creature(
+        &mut app,
+        SoftSkin::new(vec![
+            SkinRegion::new("belly", ["belly"]).with_weights(0.0, 0.3),
+        ]),
+    );
+    let no_skin = app.world_mut().spawn(SoftSkin::whole("blob")).id();
+    app.update();
+    app.update();
+    let status = |e: Entity| app.world().get::<SoftSkinStatus>(e).unwrap().clone();
+    assert!(matches!(
+        status(unknown.mesh),
+        SoftSkinStatus::Failed(SoftSkinError::UnknownJoint { .. })
+    ));
+    assert!(matches!(
+        status(bad_setting.mesh),
+        SoftSkinStatus::Failed(SoftSkinError::Region { .. })
+    ));
+    assert!(matches!(
+        status(no_skin),
+        SoftSkinStatus::Failed(SoftSkinError::MissingComponent("Mesh3d"))
+    ));
+}
+
+#[test]
+fn removing_the_skin_despawns_its_flesh_and_restores_the_mesh() {
+    let mut app = app(Vec3::ZERO);
+    let c = spawn_creature(&mut app, SoftSkin::whole("blob"));
+    let original = app.world().get::<Mesh3d>(c.mesh).unwrap().0.clone();
+    for step in 0..8 {
+        pose_at(&mut app, &c, step as f32 * STEP);
+        app.update();
+    }
+    let flesh = ready(&app, &c);
+    assert_eq!(flesh.len(), 1);
+    assert!(
+        app.world()
+            .get::<DeformableState>(flesh[0])
+            .unwrap()
+            .is_simulated()
+    );
+    assert_ne!(app.world().get::<Mesh3d>(c.mesh).unwrap().0, original);
+    app.world_mut().entity_mut(c.mesh).remove::<SoftSkin>();
+    app.update();
+    app.update();
+    assert!(
+        app.world().get_entity(flesh[0]).is_err(),
+        "flesh left behind"
+    );
+    assert_eq!(app.world().get::<Mesh3d>(c.mesh).unwrap().0, original);
+    // Despawning a skinned entity takes its flesh too.
+    let d = spawn_creature(&mut app, SoftSkin::whole("blob"));
+    app.update();
+    app.update();
+    let flesh = ready(&app, &d);
+    app.world_mut().entity_mut(d.mesh).despawn();
+    app.update();
+    app.update();
+    assert!(
+        app.world().get_entity(flesh[0]).is_err(),
+        "flesh left behind"
+    );
+}

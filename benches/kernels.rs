@@ -2,9 +2,11 @@
 //! cold; vectorised and warm-started, also per tet per thread), the global
 //! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes;
 //! the Cholesky factor under AMD and under nested dissection;
-//! and the soft-soft broadphase (BVH refit and candidate pairs) against surface triangle count.
+//! the soft-soft broadphase (BVH refit and candidate pairs) against surface triangle count;
+//! and the skinned write-back of a soft region (per frame, per 1,000 written vertices).
 //!
-//! `cargo bench --bench kernels` prints a table (medians over repeated runs).
+//! `cargo bench --bench kernels` prints a table (medians over repeated runs); `-- skin` prints
+//! only the skinned write-back's.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -14,6 +16,7 @@ use bevy_deformable::sim::local_step::{StartStretches, WarmFrames};
 use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
 use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
+use bevy_deformable::sim::skin::{Affine, SkinDrive, SkinWeights, SkinnedWriteback, region_cage};
 use bevy_deformable::sim::sparse::SparseCholesky;
 use bevy_deformable::sim::{Mat3, SoftMaterial, TetMesh, Vec3};
 
@@ -45,6 +48,11 @@ fn rubber_system(mesh: &TetMesh) -> PdSystem {
 }
 
 fn main() {
+    // `cargo bench --bench kernels -- skin` runs only the skinned write-back table.
+    if std::env::args().skip(1).any(|a| a == "skin") {
+        skinned_writeback_table();
+        return;
+    }
     // Signed SVD on near-rotations (typical PD input).
     let mats: Vec<Mat3> = (0..4096)
         .map(|i| {
@@ -161,6 +169,7 @@ fn main() {
     }
     ordering_table();
     broadphase_table();
+    skinned_writeback_table();
 }
 
 /// The sparse Cholesky of the PD matrix under faer's AMD and under the geometric nested
@@ -262,6 +271,118 @@ fn broadphase_table() {
             refit,
             find,
             count
+        );
+    }
+}
+
+/// A closed UV sphere of radius 1, `rings` x `segments`, and its triangles.
+fn uv_sphere(rings: usize, segments: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let mut p = vec![Vec3::new(0.0, 1.0, 0.0)];
+    for r in 1..rings {
+        let theta = std::f64::consts::PI * r as f64 / rings as f64;
+        for s in 0..segments {
+            let phi = std::f64::consts::TAU * s as f64 / segments as f64;
+            p.push(Vec3::new(
+                theta.sin() * phi.cos(),
+                theta.cos(),
+                theta.sin() * phi.sin(),
+            ));
+        }
+    }
+    p.push(Vec3::new(0.0, -1.0, 0.0));
+    let ring = |r: usize, s: usize| (1 + (r - 1) * segments + s % segments) as u32;
+    let south = (p.len() - 1) as u32;
+    let mut t = Vec::new();
+    for s in 0..segments {
+        t.push([0, ring(1, s + 1), ring(1, s)]);
+        t.push([south, ring(rings - 1, s), ring(rings - 1, s + 1)]);
+    }
+    for r in 1..rings - 1 {
+        for s in 0..segments {
+            t.push([ring(r, s), ring(r, s + 1), ring(r + 1, s + 1)]);
+            t.push([ring(r, s), ring(r + 1, s + 1), ring(r + 1, s)]);
+        }
+    }
+    (p, t)
+}
+
+/// A sphere skinned to two joints (blended across the equator) whose lower half is a soft
+/// region in a 6-cell cage: the per-step displacement pass and the per-frame write-back
+/// (blended skinning matrix, its inverse, the bind-space position, the turned normal).
+fn skinned_writeback_table() {
+    println!(
+        "\n{:>10} {:>10} {:>14} {:>16} {:>16} {:>14}",
+        "vertices", "written", "write ms", "ms per 1000", "no normals ms", "displace ms"
+    );
+    for (rings, segments) in [(24, 48), (48, 96), (96, 192)] {
+        let (p, t) = uv_sphere(rings, segments);
+        let skin: Vec<SkinWeights> = p
+            .iter()
+            .map(|q| {
+                let b = ((q.y + 0.3) / 0.6).clamp(0.0, 1.0) as f32;
+                SkinWeights {
+                    joints: [0, 1, 0, 0],
+                    weights: [1.0 - b, b, 0.0, 0.0],
+                }
+            })
+            .collect();
+        let blend: Vec<f64> = p.iter().map(|q| (-q.y / 0.4).clamp(0.0, 1.0)).collect();
+        let region: Vec<bool> = blend.iter().map(|&b| b > 0.0).collect();
+        let normals: Vec<Vec3> = p.iter().map(|q| q.normalize()).collect();
+        let cage = region_cage(&p, &t, &region, 6, 2.0).expect("a cage");
+        let mut writeback =
+            SkinnedWriteback::new(&p, Some(&normals), &t, &skin, 2, &blend, &cage).expect("valid");
+        let drive = SkinDrive::new(cage.rest_positions(), &p, &skin, 2).expect("valid");
+        let (s, c) = 0.3f64.sin_cos();
+        let joints = [
+            Affine {
+                linear: Mat3::identity(),
+                translation: Vec3::new(1.0, 0.5, 0.0),
+            },
+            Affine {
+                linear: Mat3::new(c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0),
+                translation: Vec3::new(1.0, 0.6, 0.1),
+            },
+        ];
+        let mut targets = vec![Vec3::zeros(); cage.vertex_count()];
+        drive.targets(&joints, &mut targets);
+        let x: Vec<Vec3> = targets
+            .iter()
+            .map(|q| q + 0.01 * Vec3::new(q.y.sin(), q.z.cos(), q.x.sin()))
+            .collect();
+        let mut d = vec![Vec3::zeros(); writeback.len()];
+        let displace = median_ns(
+            || writeback.displacements(black_box(&x), &targets, &mut d),
+            50,
+        ) / 1e6;
+        let mut positions: Vec<[f32; 3]> = p
+            .iter()
+            .map(|q| [q.x as f32, q.y as f32, q.z as f32])
+            .collect();
+        let mut mesh_normals = positions.clone();
+        let write = median_ns(
+            || {
+                writeback.write(
+                    black_box(&joints),
+                    &d,
+                    &mut positions,
+                    Some(&mut mesh_normals),
+                )
+            },
+            50,
+        ) / 1e6;
+        let positions_only = median_ns(
+            || writeback.write(black_box(&joints), &d, &mut positions, None),
+            50,
+        ) / 1e6;
+        println!(
+            "{:>10} {:>10} {:>14.4} {:>16.4} {:>16.4} {:>14.4}",
+            p.len(),
+            writeback.len(),
+            write,
+            write * 1000.0 / writeback.len() as f64,
+            positions_only,
+            displace
         );
     }
 }

@@ -704,3 +704,63 @@ fn a_block_holds_on_a_soft_slab_when_tan_angle_is_below_mu() {
     let holds = slide_on_soft_slab(0.8);
     assert!(holds.abs() < 2e-3, "slid {holds} m with mu 0.8");
 }
+
+/// Two cubes dropped one above the other; with `groups`, the bottom of the upper one after 2 s.
+fn upper_cube_bottom(groups: [Option<u64>; 2]) -> f64 {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let material = SoftMaterial::RUBBER.with_youngs_modulus(1.0e6);
+    let lower = world
+        .add_body(cube(0.1, 4), material, Vec3::new(0.0, 0.11, 0.0))
+        .unwrap();
+    let upper = world
+        .add_body(cube(0.1, 4), material, Vec3::new(0.013, 0.34, -0.007))
+        .unwrap();
+    world.set_collision_group(lower, groups[0]).unwrap();
+    world.set_collision_group(upper, groups[1]).unwrap();
+    for _ in 0..120 {
+        world.step(DT).unwrap();
+    }
+    bottom(&world, upper)
+}
+
+#[test]
+fn bodies_of_one_collision_group_pass_through_each_other_and_others_do_not() {
+    // Apart: the upper cube rests on the lower one (its bottom near 0.2 m).
+    for groups in [[None, None], [Some(1), Some(2)], [Some(1), None]] {
+        let b = upper_cube_bottom(groups);
+        assert!((b - 0.2).abs() < 0.01, "{groups:?}: bottom at {b}");
+    }
+    // One group: it falls through the lower cube onto the floor.
+    let b = upper_cube_bottom([Some(7), Some(7)]);
+    assert!(b.abs() < 0.01, "bottom at {b}");
+}
+
+#[test]
+fn listed_colliders_alone_meet_obstacles() {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let mesh = cube(0.1, 4);
+    let top_layer: Vec<u32> = (0..mesh.vertex_count() as u32)
+        .filter(|&v| mesh.rest_positions()[v as usize].y > 0.1 - 1e-9)
+        .collect();
+    let b = world
+        .add_body(
+            mesh,
+            SoftMaterial::RUBBER.with_youngs_modulus(1.0e6),
+            Vec3::new(0.0, 0.3, 0.0),
+        )
+        .unwrap();
+    // No proxies and only the top layer: the cube sinks until its top meets the floor.
+    world.set_colliders(b, Vec::new(), &top_layer).unwrap();
+    for _ in 0..150 {
+        world.step(DT).unwrap();
+    }
+    assert!(top(&world, b).abs() < 0.01, "top at {}", top(&world, b));
+    assert!(bottom(&world, b) < -0.15, "bottom at {}", bottom(&world, b));
+    assert!(world.set_colliders(b, Vec::new(), &[10_000]).is_err());
+}

@@ -41,10 +41,10 @@ fn main() {
     common::example_app(
         "character",
         common::ExampleScene {
-            focus: Vec3::new(-0.3, 0.3, -0.6),
-            distance: 4.6,
-            yaw: 0.4,
-            pitch: 0.55,
+            focus: Vec3::new(-0.6, 0.3, 0.4),
+            distance: 4.2,
+            yaw: -0.9,
+            pitch: 0.45,
         },
     )
     .insert_resource(Model(model))
@@ -162,7 +162,7 @@ fn soften(mut commands: Commands, model: Res<Model>, skinned: Query<Entity, Adde
         let skin = match model.0 {
             None => SoftSkin::new(vec![
                 SkinRegion::new("belly", ["belly"]).with_weights(0.3, 0.3),
-                SkinRegion::new("tail", ["tail_1"]).with_bone_frequency(8.0),
+                SkinRegion::new("tail", ["tail_1"]),
             ]),
             Some(_) => SoftSkin::whole("body"),
         };

@@ -147,7 +147,15 @@ fn main() {
     let index_bytes: Vec<u8> = indices.iter().flat_map(|i| i.to_le_bytes()).collect();
     let index_accessor = b.integers(&index_bytes, indices.len(), 5125, "SCALAR", 34963);
 
-    // The skin: joints are nodes 1..=9 (node 0 is the creature, node 10 the mesh).
+    // The eyes: a second mesh, hung from the head joint (not skinned).
+    let (eye_p, eye_n, eye_i) = creature::eye_mesh();
+    let eye_positions = b.floats(&eye_p.concat(), 3, "VEC3", true);
+    let eye_normals = b.floats(&eye_n.concat(), 3, "VEC3", false);
+    let eye_index_bytes: Vec<u8> = eye_i.iter().flat_map(|i| i.to_le_bytes()).collect();
+    let eye_indices = b.integers(&eye_index_bytes, eye_i.len(), 5125, "SCALAR", 34963);
+
+    // The skin: joints are nodes 1..=9 (node 0 is the creature, node 10 the mesh, 11-12 the
+    // eyes).
     let inverse: Vec<f32> = creature::inverse_bindposes()
         .iter()
         .flat_map(|m| m.to_cols_array())
@@ -171,6 +179,29 @@ fn main() {
         nodes.push(node);
     }
     nodes.push(json!({ "name": "body", "mesh": 0, "skin": 0 }));
+    let head = joints
+        .iter()
+        .position(|j| j.name == "head")
+        .expect("a head");
+    let eye_nodes: Vec<usize> = creature::eyes()
+        .iter()
+        .zip(["eye_l", "eye_r"])
+        .map(|(at, name)| {
+            nodes.push(json!({
+                "name": name,
+                "mesh": 1,
+                "translation": (*at - joints[head].bind).to_array(),
+            }));
+            nodes.len() - 1
+        })
+        .collect();
+    let head_node = &mut nodes[joint_node(head)];
+    let mut children = head_node["children"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    children.extend(eye_nodes.iter().map(|&n| json!(n)));
+    head_node["children"] = json!(children);
 
     // The walk, baked at SAMPLE_RATE: the root's translation and every joint's rotation.
     let samples = (creature::PERIOD * SAMPLE_RATE).round() as usize + 1;
@@ -232,6 +263,13 @@ fn main() {
                 "indices": index_accessor,
                 "material": 0,
             }],
+        }, {
+            "name": "eye",
+            "primitives": [{
+                "attributes": { "POSITION": eye_positions, "NORMAL": eye_normals },
+                "indices": eye_indices,
+                "material": 1,
+            }],
         }],
         "materials": [{
             "name": "skin",
@@ -239,6 +277,13 @@ fn main() {
                 "baseColorFactor": [0.95, 0.52, 0.3, 1.0],
                 "metallicFactor": 0.0,
                 "roughnessFactor": 0.55,
+            },
+        }, {
+            "name": "eye",
+            "pbrMetallicRoughness": {
+                "baseColorFactor": [0.03, 0.03, 0.04, 1.0],
+                "metallicFactor": 0.0,
+                "roughnessFactor": 0.15,
             },
         }],
         "skins": [{

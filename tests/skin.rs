@@ -207,7 +207,7 @@ fn the_flesh_lags_less_on_stiffer_springs_and_settles_on_the_skinned_pose() {
         .collect();
     let (stiff, stiff_settled) = walk_and_hold(stiffer);
     eprintln!(
-        "largest lag while walking: {default} m (6 / 1 Hz), {stiff} m (20 / 5 Hz); \
+        "largest lag while walking: {default} m (defaults, 10 / 2 Hz), {stiff} m (20 / 5 Hz); \
          after 5 s held: {default_settled} m, {stiff_settled} m"
     );
     // The flesh follows the animation with a visible lag that stiffer springs shrink.

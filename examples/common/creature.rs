@@ -150,8 +150,22 @@ fn profile(x: f32) -> [f32; 3] {
         let w = (1.0 - u * u).sqrt();
         return [a[1] * w, a[2] * w, a[3] * w];
     }
-    let s = u * u * (3.0 - 2.0 * u);
-    [1, 2, 3].map(|k| a[k] + (b[k] - a[k]) * s)
+    // Cubic Hermite with finite-difference slopes: smooth through the knots (a smoothstep per
+    // segment would flatten the profile at every knot into rings).
+    let slope = |j: usize, k: usize| {
+        let (l, r) = (
+            KNOTS[j.saturating_sub(1)],
+            KNOTS[(j + 1).min(KNOTS.len() - 1)],
+        );
+        (r[k] - l[k]) / (r[0] - l[0])
+    };
+    let dx = b[0] - a[0];
+    let (h00, h10) = (
+        2.0 * u.powi(3) - 3.0 * u * u + 1.0,
+        u.powi(3) - 2.0 * u * u + u,
+    );
+    let (h01, h11) = (-2.0 * u.powi(3) + 3.0 * u * u, u.powi(3) - u * u);
+    [1, 2, 3].map(|k| h00 * a[k] + h10 * dx * slope(i, k) + h01 * b[k] + h11 * dx * slope(i + 1, k))
 }
 
 /// A point of the surface: at `x` along the body, at angle `theta` around it (0 is +z, pi/2 up).
@@ -286,6 +300,41 @@ pub fn mesh() -> Mesh {
     )
     .with_inserted_attribute(Mesh::ATTRIBUTE_JOINT_WEIGHT, weights)
     .with_inserted_indices(Indices::U32(indices))
+}
+
+/// The eyes' centres in the bind pose (m, creature frame); they hang from the head joint.
+pub fn eyes() -> [Vec3; 2] {
+    let y = centre_height(0.46) + 0.1;
+    [Vec3::new(0.46, y, 0.115), Vec3::new(0.46, y, -0.115)]
+}
+
+/// An eye: a sphere of radius 0.055 m about the origin (positions, normals, indices).
+pub fn eye_mesh() -> (Vec<[f32; 3]>, Vec<[f32; 3]>, Vec<u32>) {
+    let (rings, segments) = (8, 12);
+    let mut positions = Vec::new();
+    let mut normals = Vec::new();
+    for r in 0..=rings {
+        let theta = PI * r as f32 / rings as f32;
+        for s in 0..=segments {
+            let phi = TAU * s as f32 / segments as f32;
+            let n = Vec3::new(
+                theta.sin() * phi.cos(),
+                theta.cos(),
+                theta.sin() * phi.sin(),
+            );
+            positions.push((0.055 * n).to_array());
+            normals.push(n.to_array());
+        }
+    }
+    let at = |r: usize, s: usize| (r * (segments + 1) + s) as u32;
+    let mut indices = Vec::new();
+    for r in 0..rings {
+        for s in 0..segments {
+            indices.extend([at(r, s), at(r, s + 1), at(r + 1, s + 1)]);
+            indices.extend([at(r, s), at(r + 1, s + 1), at(r + 1, s)]);
+        }
+    }
+    (positions, normals, indices)
 }
 
 /// The walk cycle at time `t` (s): every joint's local transform. The root walks a circle of

@@ -113,13 +113,13 @@ pub struct SkinRegion {
     /// The flesh's material. Default: [`SoftMaterial::FLESH`].
     pub material: SoftMaterial,
     /// Spring frequency (Hz, >= 0) of cage vertices near a bone: how hard the skeleton holds the
-    /// flesh. Default: 6.
+    /// flesh. Default: 10.
     pub bone_frequency: f32,
     /// Spring frequency (Hz, >= 0) of cage vertices far from the bones (0: held only by the
-    /// flesh). Default: 1.
+    /// flesh). Default: 2.
     pub surface_frequency: f32,
     /// Cage vertices within this many cells of a bone get the bone frequency (beyond twice it,
-    /// the surface frequency), > 0. Default: 1.
+    /// the surface frequency), > 0. Default: 1.5.
     pub bone_radius_cells: f32,
 }
 
@@ -133,9 +133,9 @@ impl Default for SkinRegion {
             cells_across: 6,
             depth_cells: 2.0,
             material: SoftMaterial::FLESH,
-            bone_frequency: 6.0,
-            surface_frequency: 1.0,
-            bone_radius_cells: 1.0,
+            bone_frequency: 10.0,
+            surface_frequency: 2.0,
+            bone_radius_cells: 1.5,
         }
     }
 }

@@ -996,3 +996,32 @@ fn the_step_runs_in_the_schedule_the_plugin_names() {
     assert!((4..=5).contains(&moved), "{by_hand:?}");
     assert!(by_hand[9] < by_hand[0] - 1e-3, "{by_hand:?}");
 }
+
+#[test]
+fn the_plugin_systems_have_no_ambiguous_order() {
+    use bevy::ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel};
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins,
+        AssetPlugin::default(),
+        MeshPlugin,
+        TransformPlugin,
+        DeformablePlugin::default(),
+    ));
+    // Every pair of systems that touch the same data in these schedules must be ordered
+    // (Bevy fails the schedule's build otherwise), so results never depend on the
+    // executor's choice.
+    for label in [FixedUpdate.intern(), PostUpdate.intern()] {
+        app.edit_schedule(label, |schedule| {
+            schedule.set_build_settings(ScheduleBuildSettings {
+                ambiguity_detection: LogLevel::Error,
+                ..default()
+            });
+        });
+    }
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    app.world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 1.0, 0.0)));
+    app.update();
+    app.update();
+}

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use bevy::asset::{Assets, RenderAssetUsages};
 use bevy::ecs::entity::Entity;
 use bevy::log::warn;
-use bevy::math::Vec3;
 use bevy::mesh::{Mesh, Mesh3d};
 use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Transform, Without};
 use bevy::transform::helper::TransformHelper;
@@ -24,6 +23,56 @@ use crate::status::BodyError;
 use super::DeformableWorld;
 
 /// Builds the body in the simulation; the typed reason when it cannot be created.
+/// The simulation's description of a body entity (its components translated, nothing
+/// checked here but the vertex ranges, which the game hears of with the component's role).
+fn describe(
+    mesh: Arc<sim::TetMesh>,
+    material: &SoftMaterial,
+    proxy: &CollisionProxy,
+    transform: &Transform,
+    pin: Option<&Pin>,
+    attachment: Option<&Attachment>,
+    initial_velocity: Option<&InitialVelocity>,
+) -> Result<sim::BodyDesc, BodyError> {
+    let count = mesh.vertex_count();
+    let in_range = |role, vertices: &[u32]| match vertices.iter().find(|&&v| v as usize >= count) {
+        Some(&vertex) => Err(BodyError::VertexOutOfRange {
+            role,
+            vertex,
+            count,
+        }),
+        None => Ok(()),
+    };
+    let pins = pin.map(|p| p.vertices.clone()).unwrap_or_default();
+    in_range("pinned", &pins)?;
+    let attachments = match attachment {
+        Some(a) => {
+            in_range("attached", &a.vertices)?;
+            a.vertices
+                .iter()
+                .map(|&v| (v, a.stiffness as f64))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let proxies = match proxy {
+        CollisionProxy::SurfaceVertices => Vec::new(),
+        CollisionProxy::SurfaceAndPoints(points) => points.iter().map(|p| to_sim(*p)).collect(),
+    };
+    Ok(sim::BodyDesc {
+        mesh,
+        material: material.to_sim(),
+        position: to_sim(transform.translation),
+        rotation: quat_to_sim(transform.rotation),
+        scale: to_sim(transform.scale),
+        pins,
+        attachments,
+        proxies,
+        velocity: initial_velocity.map_or_else(sim::Vec3::zeros, |v| to_sim(v.0)),
+    })
+}
+
+/// Creates the body atomically; then the attachment offsets from the target's transform.
 #[allow(clippy::too_many_arguments)]
 fn create_body(
     world: &mut DeformableWorld,
@@ -33,74 +82,34 @@ fn create_body(
     transform: &Transform,
     pin: Option<&Pin>,
     attachment: Option<(&Attachment, &GlobalTransform)>,
+    initial_velocity: Option<&InitialVelocity>,
     state: &mut DeformableState,
 ) -> Result<(BodyHandle, Arc<sim::TetMesh>), BodyError> {
-    let scale = transform.scale;
-    let mesh = if scale == Vec3::ONE {
-        mesh
-    } else {
-        let s = to_sim(scale);
-        let scaled = sim::TetMesh::new(
-            mesh.rest_positions()
-                .iter()
-                .map(|p| p.component_mul(&s))
-                .collect(),
-            mesh.tets().iter().map(|t| t.map(|v| v as usize)).collect(),
-        )
-        .map_err(BodyError::ScaledMesh)?;
-        Arc::new(scaled)
-    };
-    let h = world.world.add_body_with_pose(
-        mesh.clone(),
-        material.to_sim(),
-        to_sim(transform.translation),
-        quat_to_sim(transform.rotation),
+    let desc = describe(
+        mesh,
+        material,
+        proxy,
+        transform,
+        pin,
+        attachment.map(|(a, _)| a),
+        initial_velocity,
     )?;
-    let result = (|| -> Result<(), BodyError> {
-        let positions = world.world.positions(h)?.to_vec();
-        let out_of_range = |role, vertex| BodyError::VertexOutOfRange {
-            role,
-            vertex,
-            count: positions.len(),
-        };
-        if let Some(pin) = pin {
-            for &v in &pin.vertices {
-                let p = *positions
-                    .get(v as usize)
-                    .ok_or_else(|| out_of_range("pinned", v))?;
-                world.world.pin(h, v as usize, p)?;
-            }
-        }
-        if let Some((attachment, target)) = attachment {
-            let inverse = target.affine().inverse();
-            state.attachment_offsets.clear();
-            for &v in &attachment.vertices {
-                let p = *positions
-                    .get(v as usize)
-                    .ok_or_else(|| out_of_range("attached", v))?;
-                state
-                    .attachment_offsets
-                    .push(inverse.transform_point3(to_bevy(&p)));
-                world
-                    .world
-                    .attach(h, v as usize, attachment.stiffness as f64, p)?;
-            }
-        }
-        if let CollisionProxy::SurfaceAndPoints(points) = proxy {
-            let rest: Vec<sim::Vec3> = points.iter().map(|p| to_sim(*p * scale)).collect();
-            let mut proxies = world.world.proxies(h)?.to_vec();
-            proxies.extend(sim::embed::embed_points(&mesh, &rest));
-            world.world.set_proxies(h, proxies)?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => Ok((h, mesh)),
-        Err(e) => {
-            world.world.remove_body(h);
-            Err(e)
-        }
+    let h = world.world.add_body_from(&desc).map_err(|e| match e {
+        sim::WorldError::Mesh(e) => BodyError::ScaledMesh(e),
+        e => BodyError::World(e),
+    })?;
+    let positions = world.world.positions(h)?;
+    if let Some((attachment, target)) = attachment {
+        let inverse = target.affine().inverse();
+        state.attachment_offsets.clear();
+        state.attachment_offsets.extend(
+            attachment
+                .vertices
+                .iter()
+                .map(|&v| inverse.transform_point3(to_bevy(&positions[v as usize]))),
+        );
     }
+    Ok((h, world.world.mesh(h)?.clone()))
 }
 
 #[allow(clippy::type_complexity)]
@@ -188,13 +197,17 @@ pub(super) fn create_bodies(
         };
         let attachment = attachment.zip(target_transform.as_ref());
         match create_body(
-            &mut world, mesh, material, proxy, transform, pin, attachment, &mut state,
+            &mut world,
+            mesh,
+            material,
+            proxy,
+            transform,
+            pin,
+            attachment,
+            initial_velocity,
+            &mut state,
         ) {
             Ok((h, mesh)) => {
-                if let (Some(v), Ok(velocities)) = (initial_velocity, world.world.velocities_mut(h))
-                {
-                    velocities.fill(to_sim(v.0));
-                }
                 let points = match render_points {
                     Some((p, copy)) => {
                         let s = to_sim(transform.scale);

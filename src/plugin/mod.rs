@@ -6,16 +6,18 @@
 //! The step runs in the plugin's schedule (`FixedUpdate` unless [`DeformablePlugin::new`] names
 //! another) as three chained sets ([`DeformableSystems`]):
 //!
-//! 1. **Sync** — create bodies for new [`DeformableBody`] entities (asset-backed ones once their
-//!    mesh has loaded), remove despawned ones, push material edits (that body alone is
-//!    refactored), obstacle poses and velocities, attachment targets and the settings into the
-//!    simulation world.
+//! 1. **Sync** — build the regions of new [`SoftSkin`]s (their flesh entities), create bodies
+//!    for new [`DeformableBody`] entities (asset-backed ones once their mesh has loaded; each
+//!    from one [`BodyDesc`](crate::sim::BodyDesc), atomically), remove despawned ones, push
+//!    material edits (that body alone is refactored), obstacle poses and velocities, attachment
+//!    targets, the soft skins' skinning targets and the settings into the simulation world.
 //! 2. **Step** — advance the [`SoftWorld`](crate::sim::SoftWorld) by the schedule's time step
 //!    (`Time`: the fixed clock's in the fixed schedules);
 //!    record diagnostics; write [`BodyFrozen`], [`BodySlept`], [`BodyWoke`],
 //!    [`ContactStarted`] and [`ContactEnded`] messages.
 //! 3. **Writeback** — evaluate each body's render points (its surface vertices, or the vertices
-//!    of the game's own embedded mesh) and keep them beside the previous step's.
+//!    of the game's own embedded mesh) and keep them beside the previous step's; then each soft
+//!    skin's displacement from its skinned targets.
 //!
 //! Every frame, in `PostUpdate` before transform propagation, [`DeformableSystems::Render`]
 //! blends the last two fixed steps by the fixed clock's overstep fraction (so motion is smooth
@@ -23,7 +25,10 @@
 //! schedule outside the fixed loop there is nothing to blend and the last step is drawn), moves the
 //! body's `Transform` to the points' mean, turned by the body's best-fit rotation since it was
 //! created (shape matching, so children of the body turn with it), and writes the render mesh
-//! in that frame.
+//! in that frame. After transform propagation (the joints' poses of this frame), the soft skins
+//! write their regions into their skinned meshes. Both write before the frame's asset events,
+//! so the renderer draws them this frame; every pair of the plugin's systems that touch the
+//! same data is ordered (tested with Bevy's ambiguity detection).
 //!
 //! The simulation world is the one authoritative copy of the vertices; ECS data flows in during
 //! Sync and out during Writeback, never both ways.
@@ -41,7 +46,7 @@ pub use world::DeformableWorld;
 use bevy::app::{
     App, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Plugin, PostUpdate,
 };
-use bevy::asset::AssetApp;
+use bevy::asset::{AssetApp, AssetEventSystems};
 use bevy::diagnostic::{Diagnostic, RegisterDiagnostic};
 use bevy::ecs::resource::Resource;
 use bevy::ecs::schedule::{InternedScheduleLabel, IntoScheduleConfigs, ScheduleLabel, SystemSet};
@@ -249,19 +254,26 @@ impl Plugin for DeformablePlugin {
                         .in_set(DeformableSystems::Sync),
                     step_world.in_set(DeformableSystems::Step),
                     (record_render_points, record_skin_displacements)
+                        .chain()
                         .in_set(DeformableSystems::Writeback),
                 ),
             )
+            // The meshes are written before the frame's asset events are sent, so the renderer
+            // picks them up this frame.
             .configure_sets(
                 PostUpdate,
-                DeformableSystems::Render.before(TransformSystems::Propagate),
+                DeformableSystems::Render
+                    .before(TransformSystems::Propagate)
+                    .before(AssetEventSystems),
             )
             .add_systems(
                 PostUpdate,
                 (
                     draw_interpolated.in_set(DeformableSystems::Render),
                     // The engine skins with the joints' propagated poses: write after them.
-                    draw_soft_skins.after(TransformSystems::Propagate),
+                    draw_soft_skins
+                        .after(TransformSystems::Propagate)
+                        .before(AssetEventSystems),
                 ),
             );
     }

@@ -580,6 +580,56 @@ impl TetMesh {
     pub fn rest_bounds(&self) -> (Vec3, Vec3) {
         bounds(&self.rest_positions)
     }
+
+    /// This mesh scaled by `scale` per axis (a spawn `Transform`'s scale, non-uniform allowed):
+    /// the same topology, surface and repairs, without validating it again; the rest shapes and
+    /// volumes follow exactly (`D_m' = S D_m`, `V' = det(S) V`).
+    ///
+    /// # Errors
+    /// [`MeshError::InvalidSize`] for a scale component that is not finite and positive, and
+    /// [`MeshError::NonFiniteVertex`] or [`MeshError::DegenerateTet`] where the scaled
+    /// coordinates or volumes overflow or underflow `f64`.
+    pub fn scaled(&self, scale: Vec3) -> Result<Self, MeshError> {
+        for value in scale.iter() {
+            if !(value.is_finite() && *value > 0.0) {
+                return Err(MeshError::InvalidSize {
+                    what: "mesh scale",
+                    value: *value,
+                });
+            }
+        }
+        let mut out = self.clone();
+        for (vertex, p) in out.rest_positions.iter_mut().enumerate() {
+            *p = p.component_mul(&scale);
+            if !p.iter().all(|c| c.is_finite()) {
+                return Err(MeshError::NonFiniteVertex {
+                    vertex,
+                    position: [p.x, p.y, p.z],
+                });
+            }
+        }
+        let inverse_scale = Mat3::from_diagonal(&scale.map(|s| 1.0 / s));
+        let det = scale.x * scale.y * scale.z;
+        for (tet, (inv, volume)) in out
+            .inv_rest_shape
+            .iter_mut()
+            .zip(out.rest_volumes.iter_mut())
+            .enumerate()
+        {
+            *inv *= inverse_scale;
+            *volume *= det;
+            if !(volume.is_finite() && *volume > 0.0 && inv.iter().all(|c| c.is_finite())) {
+                let [a, b, c, d] = out.tets[tet].map(|i| out.rest_positions[i as usize]);
+                return Err(MeshError::DegenerateTet {
+                    tet,
+                    volume: *volume,
+                    quality: tet_quality(&a, &b, &c, &d),
+                    min_quality: MeshValidation::default().min_quality,
+                });
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Per-vertex sorted neighbours along boundary edges, as `(starts, list)`.
@@ -714,6 +764,53 @@ fn local_faces(t: &[u32; 4]) -> [[u32; 3]; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scaled_mesh_is_the_mesh_of_the_scaled_positions() {
+        let mesh = TetMesh::sphere(0.3, 5);
+        let scale = Vec3::new(2.0, 0.5, 1.25);
+        let scaled = mesh.scaled(scale).unwrap();
+        let rebuilt = TetMesh::new(
+            mesh.rest_positions()
+                .iter()
+                .map(|p| p.component_mul(&scale))
+                .collect(),
+            mesh.tets().iter().map(|t| t.map(|v| v as usize)).collect(),
+        )
+        .unwrap();
+        assert_eq!(scaled.rest_positions(), rebuilt.rest_positions());
+        assert_eq!(scaled.tets(), rebuilt.tets());
+        assert_eq!(scaled.surface_triangles(), rebuilt.surface_triangles());
+        assert_eq!(scaled.surface_edges(), rebuilt.surface_edges());
+        for (a, b) in scaled.rest_volumes().iter().zip(rebuilt.rest_volumes()) {
+            assert!((a - b).abs() <= 1e-12 * b.abs());
+        }
+        for (a, b) in scaled
+            .inv_rest_shapes()
+            .iter()
+            .zip(rebuilt.inv_rest_shapes())
+        {
+            assert!((a - b).norm() <= 1e-9 * b.norm());
+        }
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(
+                mesh.scaled(Vec3::new(1.0, bad, 1.0)),
+                Err(MeshError::InvalidSize { .. })
+            ));
+        }
+        assert!(matches!(
+            TetMesh::cuboid(Vec3::repeat(1e10), 1).scaled(Vec3::repeat(1e300)),
+            Err(MeshError::NonFiniteVertex { .. })
+        ));
+        assert!(matches!(
+            mesh.scaled(Vec3::repeat(1e300)),
+            Err(MeshError::DegenerateTet { .. })
+        ));
+        assert!(matches!(
+            mesh.scaled(Vec3::repeat(1e-120)),
+            Err(MeshError::DegenerateTet { .. })
+        ));
+    }
 
     fn unit_tet() -> (Vec<Vec3>, Vec<[usize; 4]>) {
         (

@@ -61,9 +61,9 @@ pub use pd::PointSpring;
 pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
-    BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE,
-    DEFAULT_NEWTON_ITERATIONS, DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason,
-    MAX_ANDERSON_WINDOW, MAX_NEWTON_ITERATIONS, MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle,
-    SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftWorld, Solver, StepReport, WorldError,
-    WorldSettings,
+    BodyDesc, BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO,
+    DEFAULT_MPRGP_TOLERANCE, DEFAULT_NEWTON_ITERATIONS, DEFAULT_PD_TOLERANCE, EnergyAudit,
+    FreezeReason, MAX_ANDERSON_WINDOW, MAX_NEWTON_ITERATIONS, MAX_PD_ITERATIONS, MAX_SUBSTEPS,
+    ObstacleHandle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftWorld, Solver, StepReport,
+    WorldError, WorldSettings,
 };

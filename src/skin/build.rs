@@ -236,11 +236,9 @@ fn build_region(
     let cell = (hi - lo).max() / region.cells_across as f64;
     // The simulated cage has the world's scale: bind space times the skin's scale now.
     let scale = drive.scale(&skeleton.matrices);
-    let scaled = TetMesh::new(
-        cage.rest_positions().iter().map(|p| p * scale).collect(),
-        cage.tets().iter().map(|t| t.map(|v| v as usize)).collect(),
-    )
-    .map_err(|e| fail(SkinError::Cage(e)))?;
+    let scaled = cage
+        .scaled(sim::Vec3::repeat(scale))
+        .map_err(|e| fail(SkinError::Cage(e)))?;
     let vertices = cage.vertex_count();
     let written = writeback.len();
     let inner_vertices = inside_mesh(

@@ -13,6 +13,7 @@
 
 mod audit;
 mod body;
+mod desc;
 mod handles;
 mod interact;
 mod island;
@@ -30,6 +31,7 @@ use thiserror::Error;
 
 pub use audit::EnergyAudit;
 pub use body::SoftBody;
+pub use desc::BodyDesc;
 pub use report::{BodyStepStats, FreezeReason, PhaseTimings, StepReport};
 pub use settling::Settling;
 pub use sleeping::Sleeping;
@@ -42,7 +44,7 @@ use super::embed::EmbeddedPoint;
 use super::fem::FemModel;
 use super::material::{MaterialError, SoftMaterial};
 use super::math::Vec3;
-use super::mesh::TetMesh;
+use super::mesh::{MeshError, TetMesh};
 use super::qp::mprgp::MprgpSettings;
 use body::Rebuild;
 
@@ -344,6 +346,9 @@ pub enum WorldError {
     /// The material is not physical.
     #[error("invalid material: {0}")]
     Material(#[from] MaterialError),
+    /// A body's mesh is invalid after its description's scale.
+    #[error("invalid mesh: {0}")]
+    Mesh(#[from] MeshError),
     /// The obstacle's pose or velocity is invalid.
     #[error("invalid obstacle: {0}")]
     Obstacle(#[from] ObstacleError),

@@ -1025,3 +1025,53 @@ fn the_plugin_systems_have_no_ambiguous_order() {
     app.update();
     app.update();
 }
+
+/// A body held by stiff springs on every vertex to a hook that turns about a tilted axis, with
+/// no gravity: it turns rigidly, and its `Transform` carries exactly the hook's rotation (the
+/// spawn rotation composed with the turn).
+#[test]
+fn the_transform_of_a_rigidly_turned_body_carries_its_rotation() {
+    let mut app = app_with_plugin(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/assets"),
+        DeformablePlugin::default().with_gravity(Vec3::ZERO),
+    );
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .interpolate = false;
+    let hook = app
+        .world_mut()
+        .spawn(Transform::from_xyz(0.0, 1.0, 0.0))
+        .id();
+    let spawn = Quat::from_rotation_x(0.3);
+    let mesh = TetMesh::cuboid(sim::Vec3::new(0.2, 0.1, 0.05), 3);
+    let all = (0..mesh.vertex_count() as u32).collect();
+    let body = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(mesh),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 1.0, 0.0).with_rotation(spawn),
+            Attachment {
+                target: hook,
+                vertices: all,
+                stiffness: 1.0e7,
+            },
+        ))
+        .id();
+    // Created (its attachment offsets taken) with the hook unturned.
+    app.update();
+    let axis = Vec3::new(0.3, 1.0, -0.2).normalize();
+    for step in 1..=120 {
+        let turn = Quat::from_axis_angle(axis, 0.02 * step as f32);
+        app.world_mut().get_mut::<Transform>(hook).unwrap().rotation = turn;
+        app.update();
+    }
+    let turn = Quat::from_axis_angle(axis, 0.02 * 120.0);
+    let rotation = app.world().get::<Transform>(body).unwrap().rotation;
+    let error = rotation.angle_between(turn * spawn);
+    assert!(
+        error < 2e-3,
+        "turned {rotation:?}, expected {:?} ({error} rad off)",
+        turn * spawn
+    );
+}

@@ -216,7 +216,7 @@ fn the_flesh_lags_less_on_stiffer_springs_and_settles_on_the_skinned_pose() {
         stiff < 0.7 * default,
         "{stiff} m on stiffer springs, {default} m"
     );
-    assert!(default < 0.15, "the flesh lags {default} m");
+    assert!(default < 0.05, "the flesh lags {default} m");
     // Held still in the bind pose, it comes back onto the skinned mesh.
     for settled in [default_settled, stiff_settled] {
         assert!(settled < 2e-3, "still {settled} m off after 5 s");
@@ -317,6 +317,18 @@ fn bad_skins_are_reported_as_typed_errors() {
         status(no_skin),
         SoftSkinStatus::Failed(SoftSkinError::MissingComponent("Mesh3d"))
     ));
+    // Fixed by an edit, the skin is built.
+    app.world_mut()
+        .get_mut::<SoftSkin>(unknown.mesh)
+        .unwrap()
+        .regions[0]
+        .joints = vec!["tail_1".into()];
+    app.update();
+    app.update();
+    assert!(matches!(
+        app.world().get::<SoftSkinStatus>(unknown.mesh).unwrap(),
+        SoftSkinStatus::Ready(_)
+    ));
 }
 
 #[test]
@@ -357,4 +369,58 @@ fn removing_the_skin_despawns_its_flesh_and_restores_the_mesh() {
         app.world().get_entity(flesh[0]).is_err(),
         "flesh left behind"
     );
+}
+
+#[test]
+fn the_creature_s_cages_strictly_bound_their_regions() {
+    use bevy::mesh::Indices;
+    use bevy_deformable::sim::{self, embed::embed_points, skin};
+    let mesh = creature::mesh();
+    let Some(VertexAttributeValues::Float32x3(p)) = mesh.attribute(Mesh::ATTRIBUTE_POSITION) else {
+        unreachable!()
+    };
+    let p: Vec<sim::Vec3> = p
+        .iter()
+        .map(|q| sim::Vec3::new(q[0] as f64, q[1] as f64, q[2] as f64))
+        .collect();
+    let (Some(VertexAttributeValues::Uint16x4(j)), Some(VertexAttributeValues::Float32x4(w))) = (
+        mesh.attribute(Mesh::ATTRIBUTE_JOINT_INDEX),
+        mesh.attribute(Mesh::ATTRIBUTE_JOINT_WEIGHT),
+    ) else {
+        unreachable!()
+    };
+    let Some(Indices::U32(indices)) = mesh.indices() else {
+        unreachable!()
+    };
+    let triangles: Vec<[u32; 3]> = indices.chunks(3).map(|t| [t[0], t[1], t[2]]).collect();
+    // The belly joint (4) at weight 0.3, the tail joints (5-8) at 0.5, as the example has them.
+    for (joints, min_weight) in [(vec![4usize], 0.3f32), (vec![5, 6, 7, 8], 0.5)] {
+        let mut chosen = vec![false; 9];
+        for &k in &joints {
+            chosen[k] = true;
+        }
+        let region: Vec<bool> = j
+            .iter()
+            .zip(w)
+            .map(|(&joints, &weights)| {
+                skin::SkinWeights { joints, weights }.weight_of(&chosen) >= min_weight
+            })
+            .collect();
+        let cage = skin::region_cage(&p, &triangles, &region, 6, 2.0).unwrap();
+        let inside: Vec<sim::Vec3> = p
+            .iter()
+            .zip(&region)
+            .filter(|(_, r)| **r)
+            .map(|(q, _)| *q)
+            .collect();
+        assert!(inside.len() > 100, "{} region vertices", inside.len());
+        let worst = embed_points(&cage, &inside)
+            .iter()
+            .flat_map(|e| e.weights)
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            worst >= -1e-9,
+            "a region vertex lies outside its cage ({worst})"
+        );
+    }
 }

@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use bevy::asset::{Assets, RenderAssetUsages};
+use bevy::ecs::change_detection::DetectChanges;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::hierarchy::ChildOf;
 use bevy::ecs::lifecycle::RemovedComponents;
 use bevy::log::warn;
 use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
 use bevy::mesh::{Indices, Mesh, Mesh3d, PrimitiveTopology, VertexAttributeValues};
-use bevy::prelude::{Commands, Name, Query, Res, ResMut, Transform, Without};
+use bevy::prelude::{Commands, Name, Query, Ref, Res, ResMut, Transform, Without};
 use bevy::transform::helper::TransformHelper;
 
 use super::{
@@ -282,7 +283,7 @@ pub(crate) fn build_soft_skins(
     mut skins: Query<
         (
             Entity,
-            &SoftSkin,
+            Ref<SoftSkin>,
             &mut SoftSkinStatus,
             Option<&Mesh3d>,
             Option<&SkinnedMesh>,
@@ -314,6 +315,10 @@ pub(crate) fn build_soft_skins(
         }
     }
     for (entity, soft_skin, mut status, mesh3d, skinned) in &mut skins {
+        // An edited skin that had failed gets another try.
+        if soft_skin.is_changed() && matches!(*status, SoftSkinStatus::Failed(_)) {
+            *status = SoftSkinStatus::Waiting;
+        }
         if *status != SoftSkinStatus::Waiting {
             continue;
         }

@@ -68,7 +68,7 @@ use crate::sim::skin::{SkinDrive, SkinError, SkinnedWriteback};
 /// [`SkinnedMesh`](bevy::mesh::skinning::SkinnedMesh) and `Mesh3d`; the plugin builds the regions
 /// once the mesh has loaded and reports in [`SoftSkinStatus`]. The regions are read once: to
 /// change them, remove the component and insert a new one (the flesh entities are despawned and
-/// rebuilt).
+/// rebuilt); a skin that failed is tried again when the component is edited.
 #[derive(Component, Reflect, Debug, Clone, Default)]
 #[reflect(Component, Default, Clone)]
 #[require(SoftSkinStatus)]

@@ -15,8 +15,10 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use bevy::mesh::skinning::SkinnedMesh;
+use bevy::camera::primitives::MeshAabb;
+use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
 use bevy::prelude::*;
+use bevy::transform::helper::TransformHelper;
 use bevy::world_serialization::{WorldAssetRoot, WorldInstanceReady};
 use bevy_deformable::prelude::*;
 
@@ -134,12 +136,19 @@ fn setup(
     ));
 }
 
-/// Plays the walk on the scene's animation player once the scene has spawned.
+/// Plays the walk on the scene's animation player once the scene has spawned; a model from the
+/// command line is also scaled to about 1.2 m tall (glTF files come in any unit).
+#[allow(clippy::too_many_arguments)]
 fn play_when_ready(
     ready: On<WorldInstanceReady>,
     mut commands: Commands,
+    model: Res<Model>,
+    meshes: Res<Assets<Mesh>>,
     walks: Query<&Walk>,
     children: Query<&Children>,
+    skinned: Query<(&Mesh3d, &SkinnedMesh)>,
+    bindposes: Res<Assets<SkinnedMeshInverseBindposes>>,
+    transforms: TransformHelper,
     mut players: Query<&mut AnimationPlayer>,
 ) {
     let Ok(walk) = walks.get(ready.entity) else {
@@ -152,6 +161,27 @@ fn play_when_ready(
                 .entity(child)
                 .insert(AnimationGraphHandle(walk.graph.clone()));
         }
+    }
+    if model.0.is_none() {
+        return;
+    }
+    // The bind-space height of each skinned mesh, times the scale its skin draws it at.
+    let height = children
+        .iter_descendants(ready.entity)
+        .filter_map(|e| {
+            let (mesh, skin) = skinned.get(e).ok()?;
+            let aabb = meshes.get(&mesh.0)?.compute_aabb()?;
+            let joint = *skin.joints.first()?;
+            let inverse = bindposes.get(&skin.inverse_bindposes)?.first().copied()?;
+            let global = transforms.compute_global_transform(joint).ok()?;
+            let scale = (global.to_matrix() * inverse).determinant().abs().cbrt();
+            Some(2.0 * aabb.half_extents.y * scale)
+        })
+        .fold(0.0f32, f32::max);
+    if height > 0.0 {
+        commands
+            .entity(ready.entity)
+            .insert(Transform::from_scale(Vec3::splat(1.2 / height)));
     }
 }
 

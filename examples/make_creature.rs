@@ -246,7 +246,11 @@ fn main() {
     }
 
     let gltf = json!({
-        "asset": { "version": "2.0", "generator": "bevy_deformable make_creature", "copyright": "CC0" },
+        "asset": {
+            "version": "2.0",
+            "generator": "bevy_deformable make_creature",
+            "copyright": "CC0",
+        },
         "scene": 0,
         "scenes": [{ "name": "creature", "nodes": [0] }],
         "nodes": nodes,

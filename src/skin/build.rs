@@ -263,6 +263,8 @@ fn build_region(
             drive,
             writeback,
             targets: vec![sim::Vec3::zeros(); vertices],
+            targets_previous: vec![sim::Vec3::zeros(); vertices],
+            previous_valid: false,
             stiffness: Vec::new(),
             springs: None,
             placed: false,

@@ -2,27 +2,38 @@
 //! step, its displacement from them after.
 
 use bevy::log::warn;
-use bevy::prelude::{Query, Res, ResMut};
+use bevy::prelude::{MessageReader, Query, Res, ResMut, Time};
 use bevy::transform::helper::TransformHelper;
 
 use super::{RegionRuntime, SkinFlesh, SkinRuntime};
 use crate::components::{DeformableState, SoftMaterial};
+use crate::messages::ResetScene;
 use crate::plugin::DeformableWorld;
 use crate::sim::skin::spring_stiffness;
 use crate::sim::{BodyHandle, SoftWorld, WorldError};
 
-/// Sync (after the bodies exist): the skinning targets of every cage vertex for the joints'
-/// poses now; a new cage is placed on them, gets the region's vertices as collision proxies
-/// and its springs; changed spring frequencies or density re-attach the springs.
+/// Sync (after the bodies exist and after a [`ResetScene`]): the skinning targets of every
+/// cage vertex for the joints' poses now; a new cage (or one a reset put back where it was
+/// created) is placed on them, gets the region's vertices as collision proxies and its
+/// springs; changed spring frequencies or density re-attach the springs.
 pub(crate) fn drive_soft_skins(
     mut world: ResMut<DeformableWorld>,
-    mut skins: bevy::prelude::Query<&mut SkinRuntime>,
+    mut resets: MessageReader<ResetScene>,
+    time: Res<Time>,
+    mut skins: Query<&mut SkinRuntime>,
     flesh: Query<(&DeformableState, &SkinFlesh, &SoftMaterial)>,
     transforms: TransformHelper,
 ) {
     let world = world.world_mut();
+    let reset = resets.read().count() > 0;
+    let dt = time.delta_secs_f64();
     for mut runtime in &mut skins {
         let runtime = &mut *runtime;
+        if reset {
+            for region in &mut runtime.regions {
+                region.placed = false;
+            }
+        }
         if !runtime.pose_joints(|joint| transforms.compute_global_transform(joint).ok()) {
             continue;
         }
@@ -34,10 +45,11 @@ pub(crate) fn drive_soft_skins(
             if state.failed() {
                 continue;
             }
+            std::mem::swap(&mut region.targets, &mut region.targets_previous);
             region
                 .drive
                 .targets(&runtime.joint_matrices, &mut region.targets);
-            if let Err(e) = drive_region(world, h, region, springs, material) {
+            if let Err(e) = drive_region(world, h, region, springs, material, dt) {
                 warn!("soft skin flesh {}: {e}", region.flesh);
             }
         }
@@ -50,10 +62,25 @@ fn drive_region(
     region: &mut RegionRuntime,
     springs: &SkinFlesh,
     material: &SoftMaterial,
+    dt: f64,
 ) -> Result<(), WorldError> {
+    let had_previous = std::mem::replace(&mut region.previous_valid, true);
     if !region.placed {
         world.positions_mut(h)?.copy_from_slice(&region.targets);
-        world.velocities_mut(h)?.fill(crate::sim::Vec3::zeros());
+        // Moving with its targets where they moved last step (a reset of a walking
+        // character), else at rest (a new cage).
+        let velocities = world.velocities_mut(h)?;
+        if had_previous && dt > 0.0 {
+            for ((v, t), p) in velocities
+                .iter_mut()
+                .zip(&region.targets)
+                .zip(&region.targets_previous)
+            {
+                *v = (t - p) / dt;
+            }
+        } else {
+            velocities.fill(crate::sim::Vec3::zeros());
+        }
         // The region's own vertices collide, and the cage vertices inside the mesh; the cage's
         // outer vertices would hold the drawn surface up to a cell off an obstacle.
         world.set_colliders(

@@ -27,13 +27,13 @@
 //!    names are there): per region, the vertices whose skin weight on the region's joints (a
 //!    named joint and every joint below it) is at least [`SkinRegion::min_weight`], a cage around
 //!    them ([`crate::sim::skin::region_cage`]), and a flesh entity carrying a
-//!    [`DeformableBody`](crate::components::DeformableBody) of that cage, the region's [`SoftMaterial`] and a [`SkinFlesh`]. The
-//!    skinned entity gets its own copy of the mesh (other instances of the asset stay as they
-//!    are) and a [`SoftSkinStatus`].
+//!    [`DeformableBody`](crate::components::DeformableBody) of that cage, the region's
+//!    [`SoftMaterial`] and a [`SkinFlesh`]. The skinned entity gets its own copy of the mesh
+//!    (other instances of the asset stay as they are) and a [`SoftSkinStatus`].
 //! 2. **Drive** (Sync, after the bodies exist): every cage vertex's skinning target for the
-//!    joints' current `GlobalTransform`s; on the first step the cage is placed on its targets,
-//!    the region's vertices become its collision proxies and the bone springs are attached;
-//!    then only the targets move.
+//!    joints' current `GlobalTransform`s; on the first step (and after a `ResetScene`) the cage
+//!    is placed on its targets, the region's vertices become its collision proxies and the bone
+//!    springs are attached; then only the targets move.
 //! 3. **Record** (Writeback): the cage's displacement from its targets at each region vertex.
 //! 4. **Draw** (`PostUpdate`, after transform propagation): the region's vertices written in
 //!    bind space so the GPU's skinning draws them displaced (blended between the last two fixed
@@ -43,7 +43,9 @@
 //! [`SkinFlesh`]'s spring frequencies are live), its
 //! [`DeformableState`](crate::components::DeformableState) reports it, and it
 //! collides with obstacles and other bodies through the region's own mesh vertices. Other
-//! bodies collide with the cage's surface, which lies up to a cell outside the mesh.
+//! bodies collide with the cage's surface, which lies up to a cell outside the mesh. The
+//! regions of one skin share a collision group: they overlap where they meet and never push
+//! each other.
 
 mod build;
 mod draw;
@@ -297,8 +299,11 @@ struct RegionRuntime {
     /// Cage vertices inside the mesh: they collide with obstacles besides the region's
     /// vertices (the others lie outside the drawn surface).
     inner_vertices: Vec<u32>,
-    /// The cage's skinning targets of the last step (m).
+    /// The cage's skinning targets of the last step (m), and of the step before when
+    /// `previous_valid` (a cage placed again after a reset starts with their velocity).
     targets: Vec<sim::Vec3>,
+    targets_previous: Vec<sim::Vec3>,
+    previous_valid: bool,
     stiffness: Vec<f64>,
     /// The frequencies and density the springs were attached with.
     springs: Option<[f32; 3]>,

@@ -19,7 +19,10 @@
 //!    others weakly or not at all ([`spring_stiffness`]): the bone attachments of
 //!    `pd-localized-collisions-schur.txt` (section 5, "skeletal bones are attached to the
 //!    simulation mesh by zero restlength springs"), here through the world's attachments. The
-//!    flesh then follows the animation, lags, jiggles and squashes on contact.
+//!    flesh then follows the animation, lags, jiggles and squashes on contact. Deviation: the
+//!    paper samples springs over the bones' surfaces; a glTF skeleton has joints, not bone
+//!    geometry, so a cage vertex's spring is chosen by its distance to the segments between a
+//!    joint and its parent, measured in cells.
 //! 3. **Embedding**: the region's mesh vertices are embedded barycentrically in the cage at rest
 //!    (`thesis-corotational-fem-embedded-contact.txt`, section 5.7: "directly compatible with
 //!    ... linear-blend skinning").

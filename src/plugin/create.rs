@@ -22,7 +22,6 @@ use crate::status::BodyError;
 
 use super::DeformableWorld;
 
-/// Builds the body in the simulation; the typed reason when it cannot be created.
 /// The simulation's description of a body entity (its components translated, nothing
 /// checked here but the vertex ranges, which the game hears of with the component's role).
 fn describe(

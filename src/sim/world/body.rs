@@ -141,7 +141,8 @@ pub struct SoftBody {
     pub(crate) proxies: Vec<EmbeddedPoint>,
     /// What collides with obstacles: the proxies, then every vertex that is not a vertex proxy
     /// (interior vertices, and surface vertices where the proxies are embedded points), so
-    /// that no part of a body passes through an obstacle (see [`collision_points`]).
+    /// that no part of a body passes through an obstacle (see [`collision_points`]); or the
+    /// proxies and a chosen list of vertices ([`super::SoftWorld::set_colliders`]).
     pub(crate) colliders: Vec<EmbeddedPoint>,
     /// Bodies sharing a group never collide with each other (the soft regions of one
     /// character); `None` collides with every body.

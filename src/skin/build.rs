@@ -20,7 +20,7 @@ use super::{
 };
 use crate::components::DeformableBody;
 use crate::sim::skin::{
-    SkinDrive, SkinError, SkinWeights, SkinnedWriteback, inside_mesh, region_cage,
+    SkinDrive, SkinError, SkinWeights, SkinnedWriteback, inside_mesh, region_cage, region_cell,
 };
 use crate::sim::{self, TetMesh};
 
@@ -225,16 +225,14 @@ fn build_region(
         &cage,
     )
     .map_err(fail)?;
-    // The cell the cage was built with, for the bone radius.
-    let region_points: Vec<sim::Vec3> = geometry
-        .positions
-        .iter()
-        .zip(&in_region)
-        .filter(|(_, inside)| **inside)
-        .map(|(p, _)| *p)
-        .collect();
-    let (lo, hi) = sim::mesh::bounds(&region_points);
-    let cell = (hi - lo).max() / region.cells_across as f64;
+    // The cell the cage was built with, for the bone radius (the region is not empty: the
+    // cage was built).
+    let cell = region_cell(
+        &geometry.positions,
+        &in_region,
+        region.cells_across as usize,
+    )
+    .unwrap_or(0.0);
     // The simulated cage has the world's scale: bind space times the skin's scale now.
     let scale = drive.scale(&skeleton.matrices);
     let scaled = cage

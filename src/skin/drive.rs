@@ -152,11 +152,11 @@ pub(crate) fn record_skin_displacements(
             else {
                 continue;
             };
-            std::mem::swap(
-                &mut region.displacement_previous,
-                &mut region.displacement_current,
-            );
             if world.stepped() {
+                std::mem::swap(
+                    &mut region.displacement_previous,
+                    &mut region.displacement_current,
+                );
                 region.writeback.displacements(
                     x,
                     &region.targets,
@@ -165,8 +165,8 @@ pub(crate) fn record_skin_displacements(
             } else {
                 // Paused: hold the last displacement.
                 region
-                    .displacement_current
-                    .copy_from_slice(&region.displacement_previous);
+                    .displacement_previous
+                    .copy_from_slice(&region.displacement_current);
             }
         }
     }

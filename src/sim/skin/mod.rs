@@ -53,7 +53,7 @@ mod region;
 mod writeback;
 
 pub use drive::{NEIGHBOURS, SkinDrive, spring_stiffness};
-pub use region::{inside_mesh, region_cage};
+pub use region::{inside_mesh, region_cage, region_cell};
 pub use writeback::SkinnedWriteback;
 
 use thiserror::Error;

@@ -91,6 +91,7 @@ pub fn region_cage(
 
     let (lo, hi) = bounds(&region);
     let cell = (hi - lo).max() / cells_across as f64;
+    debug_assert_eq!(Some(cell), region_cell(positions, in_region, cells_across));
     let pad = cell * 3f64.sqrt() / 2.0;
     let depth = depth_cells * cell;
     // The lattice box: the region's neighbourhood, or the whole solid for an infinite depth.
@@ -124,6 +125,22 @@ pub fn region_cage(
     );
     let positions = lattice.positions.iter().map(|p| Vec3::from(*p)).collect();
     Ok(TetMesh::new(positions, lattice.tets)?)
+}
+
+/// The lattice cell (m) [`region_cage`] builds a region's cage with: the longest side of the
+/// bounds of the vertices marked in `in_region`, over `cells_across`. `None` for an empty
+/// region.
+pub fn region_cell(positions: &[Vec3], in_region: &[bool], cells_across: usize) -> Option<f64> {
+    let (mut lo, mut hi) = (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY));
+    for (p, _) in positions
+        .iter()
+        .zip(in_region)
+        .filter(|(_, inside)| **inside)
+    {
+        lo = lo.inf(p);
+        hi = hi.sup(p);
+    }
+    (lo.x <= hi.x).then(|| (hi - lo).max() / cells_across as f64)
 }
 
 /// Which of `points` lie inside the mesh's solid, or `None` when the mesh is not a closed

@@ -20,6 +20,8 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod assets;
+#[cfg(feature = "avian")]
+pub mod avian;
 pub mod body_shapes;
 pub mod components;
 pub mod convert;
@@ -42,6 +44,8 @@ pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, Deformab
 /// The types a game needs.
 pub mod prelude {
     pub use crate::assets::TetMeshAsset;
+    #[cfg(feature = "avian")]
+    pub use crate::avian::DeformableAvianPlugin;
     pub use crate::body_shapes::MeshBodyError;
     pub use crate::components::{
         Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableHandle, DeformableState,

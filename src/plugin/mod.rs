@@ -127,6 +127,9 @@ impl Default for DeformablePlugin {
 #[derive(Resource, Debug, Clone, Copy)]
 pub(crate) struct StepSchedule {
     pub fixed: bool,
+    /// The schedule the step runs in.
+    #[cfg_attr(not(feature = "avian"), allow(dead_code))]
+    pub label: InternedScheduleLabel,
 }
 
 impl DeformablePlugin {
@@ -195,6 +198,7 @@ impl Plugin for DeformablePlugin {
                     FixedLast.intern(),
                 ]
                 .contains(&self.schedule),
+                label: self.schedule,
             })
             .init_resource::<DeformableWorld>()
             .init_resource::<DeformableDiagnostics>()

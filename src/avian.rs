@@ -180,6 +180,9 @@ fn mirror_colliders(
                     .insert((surface(shape.clone()), mirror));
             }
             _ => {
+                // The collider entity is marked too (without an obstacle), so that it is not
+                // mirrored again every step.
+                commands.entity(entity).insert(mirror);
                 for (shape, offset, turn) in parts {
                     commands.spawn((
                         surface(shape),

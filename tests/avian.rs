@@ -264,6 +264,15 @@ fn removed_and_changed_colliders_update_their_obstacles() {
     app.update();
     assert_eq!(obstacle_count(&app), 3);
     assert!(inside_obstacles(&app, Vec3::new(0.3, 2.0, 0.0)));
+    // Unchanged colliders keep their obstacles (not rebuilt every step).
+    let handles = |app: &App| {
+        let world = app.world().resource::<DeformableWorld>().world();
+        world.obstacle_handles().collect::<Vec<_>>()
+    };
+    let before = handles(&app);
+    app.update();
+    app.update();
+    assert_eq!(handles(&app), before);
     // A new shape replaces the old one.
     *app.world_mut().get_mut::<Collider>(plain).unwrap() = Collider::cuboid(1.0, 1.0, 1.0);
     app.update();

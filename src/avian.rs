@@ -77,8 +77,9 @@ impl Default for DeformableAvianPlugin {
 #[derive(bevy::ecs::resource::Resource, Debug, Clone, Copy)]
 struct SoftLayers(CollisionLayers);
 
-/// Marks an [`Obstacle`] the avian plugin made for a collider (on the collider entity, or on
-/// a child entity for a part of a compound), so that it is rebuilt and removed with it.
+/// Marks what the avian plugin made for a collider, so that it is rebuilt and removed with
+/// it: the [`Obstacle`] on the collider entity, or for a compound each part's child entity
+/// with its [`Obstacle`] (and the collider entity itself, without one).
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MirroredCollider {
     /// The collider entity.
@@ -113,25 +114,18 @@ fn mirror_colliders(
         Option<&CollisionLayers>,
         Has<Sensor>,
         Has<Obstacle>,
-        Option<&Children>,
     )>,
+    children: Query<&Children>,
     mirrored: Query<&MirroredCollider>,
     mut removed: RemovedComponents<Collider>,
     mut warned: Local<HashSet<Entity>>,
 ) {
     for entity in removed.read() {
-        drop_mirror(&mut commands, entity, None, &mirrored);
+        warned.remove(&entity);
+        drop_mirror(&mut commands, entity, &children, &mirrored);
     }
-    for (
-        entity,
-        collider,
-        friction,
-        restitution,
-        collider_layers,
-        sensor,
-        has_obstacle,
-        children,
-    ) in &colliders
+    for (entity, collider, friction, restitution, collider_layers, sensor, has_obstacle) in
+        &colliders
     {
         let owned = mirrored.get(entity).is_ok();
         if has_obstacle && !owned {
@@ -141,7 +135,7 @@ fn mirror_colliders(
         if !collider.is_changed() && (owned || has_obstacle || warned.contains(&entity)) {
             continue;
         }
-        drop_mirror(&mut commands, entity, children, &mirrored);
+        drop_mirror(&mut commands, entity, &children, &mirrored);
         let wanted = !sensor && collider_layers.is_none_or(|l| l.interacts_with(layers.0));
         if !wanted {
             warned.insert(entity);
@@ -200,7 +194,7 @@ fn mirror_colliders(
 fn drop_mirror(
     commands: &mut Commands,
     collider: Entity,
-    children: Option<&Children>,
+    children: &Query<&Children>,
     mirrored: &Query<&MirroredCollider>,
 ) {
     if mirrored.get(collider).is_ok_and(|m| m.collider == collider)
@@ -208,7 +202,7 @@ fn drop_mirror(
     {
         e.remove::<(Obstacle, MirroredCollider)>();
     }
-    for child in children.into_iter().flatten() {
+    for child in children.get(collider).into_iter().flatten() {
         if mirrored.get(*child).is_ok_and(|m| m.collider == collider) {
             commands.entity(*child).despawn();
         }

@@ -4,9 +4,13 @@
 //!   and of a dynamic scene (balls breaking a pyramid of soft skittles without gravity), solved
 //!   region by region and as one monolithic problem, on the same contacts of the same steps;
 //! - the speed-up of the separated solve from a second thread;
-//! - the soft-soft broadphase and narrowphase per step against surface triangle count.
+//! - the soft-soft broadphase and narrowphase per step against surface triangle count;
+//! - with `--features avian`: the per-step cost of the avian coupling's own systems (mirroring
+//!   100 dynamic avian colliders near 10 soft bodies as obstacles with their mass properties,
+//!   and pushing the soft bodies' velocity changes back), beside the whole fixed step's.
 //!
-//! `cargo bench --bench contacts` prints tables and writes `target/bench/contacts.json`.
+//! `cargo bench --bench contacts [--features avian]` prints tables and writes
+//! `target/bench/contacts.json`.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -262,6 +266,32 @@ fn main() {
         rows.push((triangles, ms, ms_vertex_only));
     }
 
+    #[cfg(feature = "avian")]
+    let coupling = {
+        let c = avian_coupling::measure();
+        println!(
+            "\navian coupling per fixed step ({} dynamic colliders, {} soft bodies, {} touching, {} steps)",
+            c.colliders, c.soft_bodies, c.touching, c.steps
+        );
+        println!(
+            "| mirror + couple (ms) | push back (ms) | coupling total (ms) | whole update (ms) |"
+        );
+        println!("| ---: | ---: | ---: | ---: |");
+        println!(
+            "| {:.4} | {:.4} | {:.4} | {:.2} |",
+            c.mirror_ms,
+            c.push_ms,
+            c.mirror_ms + c.push_ms,
+            c.update_ms
+        );
+        format!(
+            ", \"avian_coupling\": {{\"colliders\": {}, \"soft_bodies\": {}, \"touching\": {}, \"ms_mirror\": {:.6}, \"ms_push_back\": {:.6}, \"ms_update\": {:.4}}}",
+            c.colliders, c.soft_bodies, c.touching, c.mirror_ms, c.push_ms, c.update_ms
+        )
+    };
+    #[cfg(not(feature = "avian"))]
+    let coupling = String::new();
+
     let mut json = String::new();
     let scene = |c: &LcpComparison| {
         format!(
@@ -275,7 +305,7 @@ fn main() {
     };
     let _ = writeln!(
         json,
-        "{{\"static_pile\": {}, \"dynamic_skittles\": {}, \"speedup_2_threads\": {:.4}, \"broadphase\": [{}]}}",
+        "{{\"static_pile\": {}, \"dynamic_skittles\": {}, \"speedup_2_threads\": {:.4}, \"broadphase\": [{}]{coupling}}}",
         scene(&s),
         scene(&d),
         one / two,
@@ -290,4 +320,150 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("contacts.json"), json).unwrap();
     println!("\nwrote {}", dir.join("contacts.json").display());
+}
+
+/// The avian coupling's cost in a headless app: avian and the deformable plugin, one fixed
+/// step per update, the avian plugin's system sets timed by marker systems around them (the
+/// fixed schedule single-threaded, so nothing else runs in between).
+#[cfg(feature = "avian")]
+mod avian_coupling {
+    use std::time::{Duration, Instant};
+
+    use avian3d::prelude::*;
+    use bevy::asset::AssetPlugin;
+    use bevy::ecs::schedule::SingleThreadedExecutor;
+    use bevy::mesh::MeshPlugin;
+    use bevy::prelude::*;
+    use bevy::time::TimeUpdateStrategy;
+    use bevy::transform::TransformPlugin;
+    use bevy_deformable::prelude::*;
+    use bevy_deformable::sim;
+
+    /// What [`measure`] found (ms are means per fixed step).
+    pub struct CouplingCost {
+        pub colliders: usize,
+        pub soft_bodies: usize,
+        pub touching: usize,
+        pub steps: usize,
+        pub mirror_ms: f64,
+        pub push_ms: f64,
+        pub update_ms: f64,
+    }
+
+    #[derive(Resource, Default)]
+    struct Clock {
+        started: Option<Instant>,
+        mirror: Duration,
+        push: Duration,
+    }
+
+    fn start(mut clock: ResMut<Clock>) {
+        clock.started = Some(Instant::now());
+    }
+
+    fn end_mirror(mut clock: ResMut<Clock>) {
+        if let Some(t) = clock.started.take() {
+            clock.mirror += t.elapsed();
+        }
+    }
+
+    fn end_push(mut clock: ResMut<Clock>) {
+        if let Some(t) = clock.started.take() {
+            clock.push += t.elapsed();
+        }
+    }
+
+    pub fn measure() -> CouplingCost {
+        let mut app = App::new();
+        app.add_plugins((
+            MinimalPlugins,
+            AssetPlugin::default(),
+            MeshPlugin,
+            TransformPlugin,
+            PhysicsPlugins::default(),
+            DeformablePlugin::default(),
+            DeformableAvianPlugin::default(),
+        ));
+        app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+        app.init_resource::<Clock>();
+        app.edit_schedule(FixedUpdate, |s| {
+            s.set_executor(SingleThreadedExecutor::new());
+        });
+        app.add_systems(
+            FixedUpdate,
+            (
+                start.before(DeformableAvianSystems::Mirror),
+                end_mirror
+                    .after(DeformableAvianSystems::Mirror)
+                    .before(DeformableSystems::Sync),
+                start
+                    .after(DeformableSystems::Writeback)
+                    .before(DeformableAvianSystems::PushBack),
+                end_push.after(DeformableAvianSystems::PushBack),
+            ),
+        );
+        app.finish();
+        app.cleanup();
+        let world = app.world_mut();
+        world.spawn((
+            RigidBody::Static,
+            Collider::half_space(Vec3::Y),
+            Transform::default(),
+        ));
+        // Ten soft cubes in a row on the floor, a crate on each; ninety more crates on the
+        // floor around them, within a metre.
+        let soft_bodies = 10;
+        for k in 0..soft_bodies {
+            let x = -2.25 + 0.5 * k as f32;
+            world.spawn((
+                DeformableBody::from(sim::TetMesh::cuboid(sim::Vec3::repeat(0.1), 3)),
+                SoftMaterial::RUBBER,
+                Transform::from_xyz(x, 0.1, 0.0),
+            ));
+            world.spawn((
+                RigidBody::Dynamic,
+                Collider::cuboid(0.15, 0.15, 0.15),
+                Transform::from_xyz(x, 0.28, 0.0),
+            ));
+        }
+        let mut colliders = soft_bodies;
+        for i in 0..90 {
+            let (x, z) = (
+                -2.4 + 0.26 * (i % 18) as f32,
+                [-0.7, -0.45, 0.45, 0.7, 0.95][i / 18],
+            );
+            world.spawn((
+                RigidBody::Dynamic,
+                Collider::cuboid(0.15, 0.15, 0.15),
+                Transform::from_xyz(x, 0.076, z),
+            ));
+            colliders += 1;
+        }
+        for _ in 0..60 {
+            app.update();
+        }
+        *app.world_mut().resource_mut::<Clock>() = Clock::default();
+        let steps = 180;
+        let t = Instant::now();
+        for _ in 0..steps {
+            app.update();
+        }
+        let update_ms = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+        let touching = app
+            .world_mut()
+            .query::<&RigidBodyImpulse>()
+            .iter(app.world())
+            .filter(|i| i.contacts > 0)
+            .count();
+        let clock = app.world().resource::<Clock>();
+        CouplingCost {
+            colliders,
+            soft_bodies,
+            touching,
+            steps,
+            mirror_ms: clock.mirror.as_secs_f64() * 1e3 / steps as f64,
+            push_ms: clock.push.as_secs_f64() * 1e3 / steps as f64,
+            update_ms,
+        }
+    }
 }

@@ -7,8 +7,21 @@
 //! removed ones lose it; the plugin's obstacle sync then moves each with its entity's
 //! `GlobalTransform`, with the velocity of that motion. Static, kinematic and dynamic bodies'
 //! colliders alike are obstacles the soft bodies cannot enter and that push them (moving ones
-//! with their velocity); the soft bodies do not push avian's bodies back yet (see the
-//! README's caveats).
+//! with their velocity).
+//!
+//! Two-way coupling: the obstacles of *dynamic* bodies also get a [`RigidBodyCoupling`] from
+//! the body's `ComputedMass`, `ComputedAngularInertia`, `ComputedCenterOfMass`, velocities and
+//! gravity (`Gravity` times `GravityScale`, times `(n + 1) / 2n` for avian's `n` substeps of
+//! semi-implicit Euler, which move a body by `h v + h^2 g (n + 1) / 2n` over a step), so the step solves the body's contact with the
+//! soft bodies together with their implicit step (`sim::world::coupling`). After
+//! [`DeformableSystems::Writeback`] the velocity change the soft bodies caused
+//! ([`RigidBodyImpulse`]) is added to the body's `LinearVelocity` and `AngularVelocity`, once
+//! per body. Order within one fixed tick: our step (in `FixedUpdate`) predicts the body's free
+//! motion over the tick, `v + h g`, and solves the soft contacts against it; avian's step (in
+//! `FixedPostUpdate`) then integrates the body from `v + dv`, with gravity, and resolves its
+//! contacts with other rigid bodies. The soft bodies see the body's other contacts one tick
+//! late (a crate pressed by a jelly onto the floor is predicted to fall into the floor by
+//! `h^2 g` before avian stops it), and both steps must use the same fixed time step.
 //!
 //! Shapes: balls, cuboids, capsules (along any segment), half-spaces, convex hulls, triangle
 //! meshes, height fields and compounds keep their geometry; cylinders and cones become hulls
@@ -22,21 +35,27 @@
 use std::collections::HashSet;
 
 use avian3d::parry::shape::{SharedShape, TypedShape};
-use avian3d::prelude::{Collider, CollisionLayers, Friction, Restitution, Sensor};
+use avian3d::prelude::{
+    AngularVelocity, Collider, ColliderOf, CollisionLayers, ComputedAngularInertia,
+    ComputedCenterOfMass, ComputedMass, Friction, Gravity, GravityScale, LinearVelocity, Position,
+    Restitution, RigidBody, Rotation, Sensor, SleepThreshold, Sleeping, SubstepCount,
+};
 use bevy::app::{App, Plugin};
-use bevy::ecs::change_detection::DetectChanges;
+use bevy::ecs::change_detection::{DetectChanges, DetectChangesMut};
 use bevy::ecs::component::Component;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::lifecycle::RemovedComponents;
-use bevy::ecs::query::Has;
+use bevy::ecs::query::{Has, With};
 use bevy::ecs::schedule::IntoScheduleConfigs;
 use bevy::ecs::system::{Commands, Local, Query, Res};
 use bevy::log::warn;
-use bevy::math::{Quat, Vec3};
-use bevy::prelude::{ChildOf, Children, Ref, Transform};
+use bevy::math::{Mat3, Quat, Vec3};
+use bevy::prelude::{ChildOf, Children, Ref, Time, Transform};
+use bevy::transform::helper::TransformHelper;
 
 use crate::components::Obstacle;
 use crate::plugin::{DeformableSystems, StepSchedule};
+use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
 use crate::sim::{self, ObstacleShape};
 
 /// Mirrors avian's colliders as [`Obstacle`]s. Add it after `PhysicsPlugins` and
@@ -86,6 +105,18 @@ pub struct MirroredCollider {
     pub collider: Entity,
 }
 
+/// The avian plugin's systems in the deformable plugin's schedule, for ordering a game's own
+/// systems (and for timing them).
+#[derive(bevy::ecs::schedule::SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeformableAvianSystems {
+    /// Before [`DeformableSystems::Sync`]: colliders mirrored as obstacles, dynamic bodies'
+    /// mass properties and state copied into their [`RigidBodyCoupling`].
+    Mirror,
+    /// After [`DeformableSystems::Writeback`]: the soft bodies' velocity changes added to the
+    /// dynamic bodies.
+    PushBack,
+}
+
 impl Plugin for DeformableAvianPlugin {
     fn build(&self, app: &mut App) {
         let schedule = app
@@ -94,7 +125,22 @@ impl Plugin for DeformableAvianPlugin {
             .map(|s| s.label)
             .expect("add DeformablePlugin before DeformableAvianPlugin");
         app.insert_resource(SoftLayers(self.layers))
-            .add_systems(schedule, mirror_colliders.before(DeformableSystems::Sync));
+            .configure_sets(
+                schedule,
+                (
+                    DeformableAvianSystems::Mirror.before(DeformableSystems::Sync),
+                    DeformableAvianSystems::PushBack.after(DeformableSystems::Writeback),
+                ),
+            )
+            .add_systems(
+                schedule,
+                (
+                    (mirror_colliders, couple_bodies)
+                        .chain()
+                        .in_set(DeformableAvianSystems::Mirror),
+                    push_back_bodies.in_set(DeformableAvianSystems::PushBack),
+                ),
+            );
     }
 }
 
@@ -200,7 +246,12 @@ fn drop_mirror(
     if mirrored.get(collider).is_ok_and(|m| m.collider == collider)
         && let Ok(mut e) = commands.get_entity(collider)
     {
-        e.remove::<(Obstacle, MirroredCollider)>();
+        e.remove::<(
+            Obstacle,
+            MirroredCollider,
+            RigidBodyCoupling,
+            RigidBodyImpulse,
+        )>();
     }
     for child in children.get(collider).into_iter().flatten() {
         if mirrored.get(*child).is_ok_and(|m| m.collider == collider) {
@@ -334,4 +385,125 @@ fn rims(bottom: f32, half_height: f32, top: f32) -> Vec<Vec3> {
         points.push(Vec3::new(0.0, half_height, 0.0));
     }
     points
+}
+
+/// The mirrored obstacles of dynamic bodies: their [`RigidBodyCoupling`] from the body's mass
+/// properties and state at the start of the step (updated in place, inserted where new);
+/// others lose it (kinematic and static bodies move their obstacles by their poses).
+#[allow(clippy::type_complexity)]
+fn couple_bodies(
+    mut commands: Commands,
+    gravity: Option<Res<Gravity>>,
+    substeps: Option<Res<SubstepCount>>,
+    mut mirrored: Query<
+        (Entity, &MirroredCollider, Option<&mut RigidBodyCoupling>),
+        With<Obstacle>,
+    >,
+    colliders: Query<&ColliderOf>,
+    bodies: Query<(
+        &RigidBody,
+        &Position,
+        &Rotation,
+        &LinearVelocity,
+        &AngularVelocity,
+        &ComputedMass,
+        &ComputedAngularInertia,
+        &ComputedCenterOfMass,
+        Option<&GravityScale>,
+    )>,
+    transforms: TransformHelper,
+) {
+    // Avian integrates gravity in `n` substeps of semi-implicit Euler: over a step of `h` the
+    // body moves by `h v + h^2 g (n + 1) / (2 n)`, which our prediction of its free motion must
+    // match (with the plain `h^2 g` a 5 kg box resting on a slab read 6.4 cm/s in avian
+    // while it stood still).
+    let substeps = substeps.map_or(1, |s| s.0.max(1)) as f32;
+    let gravity = gravity.map_or(Vec3::ZERO, |g| g.0) * ((substeps + 1.0) / (2.0 * substeps));
+    for (entity, mirror, coupled) in &mut mirrored {
+        let body = colliders.get(mirror.collider).ok().map(|c| c.body);
+        let state = body.and_then(|b| bodies.get(b).ok().map(|s| (b, s)));
+        let dynamic = state.as_ref().is_some_and(|(_, s)| {
+            *s.0 == RigidBody::Dynamic && s.5.is_finite() && s.5.value() > 0.0
+        });
+        let (Some((body, (_, position, rotation, v, w, mass, inertia, com, scale))), true) =
+            (state, dynamic)
+        else {
+            if coupled.is_some() {
+                commands
+                    .entity(entity)
+                    .remove::<(RigidBodyCoupling, RigidBodyImpulse)>();
+            }
+            continue;
+        };
+        let Ok(frame) = transforms.compute_global_transform(entity) else {
+            continue;
+        };
+        let (_, frame_turn, frame_origin) = frame.to_scale_rotation_translation();
+        let body_center = position.0 + rotation.0 * com.0;
+        // The body's inverse inertia is in its own frame; ours in the obstacle's.
+        let to_frame = Mat3::from_quat(frame_turn.inverse() * rotation.0);
+        let inverse = to_frame * inertia.inverse_tensor().to_mat3() * to_frame.transpose();
+        let coupling = RigidBodyCoupling {
+            mass: mass.value(),
+            center_of_mass: frame_turn.inverse() * (body_center - frame_origin),
+            inverse_inertia: inverse,
+            linear_velocity: v.0,
+            angular_velocity: w.0,
+            acceleration: gravity * scale.map_or(1.0, |s| s.0),
+            body: Some(body),
+        };
+        match coupled {
+            Some(mut c) => {
+                c.set_if_neq(coupling);
+            }
+            None => {
+                commands.entity(entity).insert(coupling);
+            }
+        }
+    }
+}
+
+/// After the soft bodies' step: each coupled body's velocity change, once per body (its
+/// colliders all carry the same response). A body avian has put to sleep is left asleep
+/// where the soft bodies only hold it (its end velocity, free motion plus change, under its
+/// `SleepThreshold`), and woken by the change where they move it: adding the change to a
+/// sleeping body (whose velocity avian keeps at zero) woke it every half second with a kick of
+/// 1 cm/s, and its first sleep threw a resting box sideways at 25 cm/s.
+#[allow(clippy::type_complexity)]
+fn push_back_bodies(
+    time: Res<Time>,
+    coupled: Query<(&RigidBodyCoupling, &RigidBodyImpulse), With<MirroredCollider>>,
+    mut bodies: Query<(
+        &mut LinearVelocity,
+        &mut AngularVelocity,
+        Has<Sleeping>,
+        Option<&SleepThreshold>,
+    )>,
+    mut done: Local<Vec<Entity>>,
+) {
+    let dt = time.delta_secs();
+    done.clear();
+    for (coupling, impulse) in &coupled {
+        let Some(body) = coupling.body else { continue };
+        if impulse.contacts == 0 && impulse.linear_velocity_change == Vec3::ZERO {
+            continue;
+        }
+        if done.contains(&body) {
+            continue;
+        }
+        done.push(body);
+        let Ok((mut v, mut w, sleeping, threshold)) = bodies.get_mut(body) else {
+            continue;
+        };
+        if sleeping {
+            let threshold = threshold.copied().unwrap_or_default();
+            let linear = v.0 + coupling.acceleration * dt + impulse.linear_velocity_change;
+            let angular = w.0 + impulse.angular_velocity_change;
+            if linear.length() <= threshold.linear && angular.length() <= threshold.angular {
+                continue;
+            }
+        }
+        v.0 += impulse.linear_velocity_change;
+        w.0 += impulse.angular_velocity_change;
+    }
 }

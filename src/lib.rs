@@ -34,6 +34,7 @@ pub mod inspector;
 pub mod messages;
 pub mod plugin;
 mod render;
+pub mod rigid_coupling;
 pub mod sim;
 pub mod skin;
 pub mod status;
@@ -45,7 +46,7 @@ pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, Deformab
 pub mod prelude {
     pub use crate::assets::TetMeshAsset;
     #[cfg(feature = "avian")]
-    pub use crate::avian::DeformableAvianPlugin;
+    pub use crate::avian::{DeformableAvianPlugin, DeformableAvianSystems};
     pub use crate::body_shapes::MeshBodyError;
     pub use crate::components::{
         Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableHandle, DeformableState,
@@ -64,6 +65,7 @@ pub mod prelude {
         DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, ElasticModel,
         FrictionModel, SolverChoice,
     };
+    pub use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
     pub use crate::sim::{FreezeReason, TetMesh, TriangleSurface};
     pub use crate::skin::{SkinFlesh, SkinRegion, SoftSkin, SoftSkinError, SoftSkinStatus};
     pub use crate::status::{BodyError, BodyStatus};

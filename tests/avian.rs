@@ -286,3 +286,332 @@ fn removed_and_changed_colliders_update_their_obstacles() {
     app.update();
     assert_eq!(obstacle_count(&app), 0);
 }
+
+/// The coupled scenes' app: gravity for both engines.
+fn coupled_app(gravity: Vec3) -> App {
+    let mut app = App::new();
+    app.add_plugins((
+        MinimalPlugins,
+        AssetPlugin::default(),
+        MeshPlugin,
+        TransformPlugin,
+        PhysicsPlugins::default(),
+        DeformablePlugin::default(),
+        DeformableAvianPlugin::default(),
+    ));
+    app.insert_resource(Gravity(gravity));
+    app.insert_resource(DeformableConfig {
+        gravity,
+        ..default()
+    });
+    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    app.finish();
+    app.cleanup();
+    app.update();
+    app
+}
+
+fn soft_momentum(app: &App, body: Entity) -> Vec3 {
+    let world = app.world().resource::<DeformableWorld>();
+    let h = app.world().get::<DeformableHandle>(body).unwrap().handle();
+    let core = world.world();
+    let density = core.material(h).unwrap().density;
+    let masses = core.mesh(h).unwrap().lumped_masses(density);
+    let v = core.velocities(h).unwrap();
+    let p: sim::Vec3 = masses.iter().zip(v).map(|(&m, v)| m * v).sum();
+    Vec3::new(p.x as f32, p.y as f32, p.z as f32)
+}
+
+fn soft_mass(app: &App, body: Entity) -> f32 {
+    let world = app.world().resource::<DeformableWorld>();
+    let h = app.world().get::<DeformableHandle>(body).unwrap().handle();
+    let density = world.world().material(h).unwrap().density;
+    world
+        .world()
+        .mesh(h)
+        .unwrap()
+        .lumped_masses(density)
+        .iter()
+        .sum::<f64>() as f32
+}
+
+/// A 10 cm rubber slab on an avian floor, and a dynamic avian box of `mass` kg above it.
+fn box_on_slab(app: &mut App, mass: f32) -> (Entity, Entity) {
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::half_space(Vec3::Y),
+        Transform::default(),
+    ));
+    let slab = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(TetMesh::cuboid(sim::Vec3::new(0.4, 0.05, 0.4), 6)),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 0.05, 0.0),
+        ))
+        .id();
+    let rigid = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(0.3, 0.2, 0.3),
+            Mass(mass),
+            Transform::from_xyz(0.0, 0.1 + 0.1 + 0.02, 0.0),
+        ))
+        .id();
+    (slab, rigid)
+}
+
+#[test]
+fn a_rigid_box_comes_to_rest_on_a_soft_slab() {
+    let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
+    let (_, rigid) = box_on_slab(&mut app, 5.0);
+    // Avian's velocity of a body at rest on a support reads `h g (n - 1) / 2n` (its substeps
+    // integrate gravity after the support's push): the speed is measured from the motion.
+    let dt = 1.0 / 64.0;
+    let mut fastest_late = 0.0f32;
+    let mut energy_at_2s = 0.0f32;
+    let mut energy_max_late = 0.0f32;
+    let mut last = app.world().get::<Position>(rigid).unwrap().0;
+    for step in 0..(6 * 64) {
+        app.update();
+        let now = app.world().get::<Position>(rigid).unwrap().0;
+        let v = (now - last) / dt;
+        last = now;
+        let energy = 0.5 * 5.0 * v.length_squared();
+        if step == 2 * 64 {
+            energy_at_2s = energy;
+        }
+        if step >= 2 * 64 {
+            fastest_late = fastest_late.max(v.length());
+            energy_max_late = energy_max_late.max(energy);
+        }
+    }
+    assert!(
+        fastest_late < 5e-3,
+        "the box moves at {fastest_late} m/s after 2 s"
+    );
+    assert!(
+        energy_max_late <= energy_at_2s.max(1e-7) * 1.5 + 1e-7,
+        "kinetic energy {energy_max_late} J, {energy_at_2s} J at 2 s"
+    );
+    let bottom = app.world().get::<Position>(rigid).unwrap().y - 0.1;
+    assert!(
+        (0.088..0.101).contains(&bottom),
+        "the box's bottom at {bottom} m"
+    );
+    let impulse = *app.world().get::<RigidBodyImpulse>(rigid).unwrap();
+    let weight = 5.0 * 9.81 / 64.0;
+    assert!(
+        (impulse.impulse.y - weight).abs() < 0.03 * weight,
+        "{impulse:?} against {weight}"
+    );
+}
+
+#[test]
+fn a_soft_ball_and_a_free_rigid_box_conserve_momentum_head_on() {
+    let mut app = coupled_app(Vec3::ZERO);
+    let ball = app
+        .world_mut()
+        .spawn((
+            DeformableBody::from(TetMesh::sphere(0.15, 6)),
+            SoftMaterial {
+                friction: 0.0,
+                ..SoftMaterial::JELLY
+            },
+            InitialVelocity(Vec3::new(2.0, 0.0, 0.0)),
+            Transform::from_xyz(-0.4, 0.0, 0.0),
+        ))
+        .id();
+    app.update();
+    let ball_mass = soft_mass(&app, ball);
+    let rigid = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(0.3, 0.3, 0.3),
+            Mass(ball_mass),
+            Friction::new(0.0),
+            Transform::default(),
+        ))
+        .id();
+    let start = soft_momentum(&app, ball);
+    for _ in 0..64 {
+        app.update();
+        let v = app.world().get::<LinearVelocity>(rigid).unwrap().0;
+        let total = soft_momentum(&app, ball) + ball_mass * v;
+        assert!(
+            (total - start).length() <= 0.01 * start.length(),
+            "momentum {total} against {start}"
+        );
+    }
+    let v = app.world().get::<LinearVelocity>(rigid).unwrap().0;
+    assert!(v.x > 0.9, "the box moves at {v} m/s");
+}
+
+#[test]
+fn a_soft_body_on_a_plank_tips_it_towards_its_side() {
+    let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
+    // A floor, a static fulcrum under the plank's middle, the plank level on it: tipped
+    // over, an end rests on the floor 20 cm down.
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::half_space(Vec3::Y),
+        Transform::default(),
+    ));
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::cuboid(0.1, 0.2, 0.6),
+        Transform::from_xyz(0.0, 0.1, 0.0),
+    ));
+    let plank = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(1.2, 0.04, 0.4),
+            Mass(2.0),
+            Transform::from_xyz(0.0, 0.22, 0.0),
+        ))
+        .id();
+    app.world_mut().spawn((
+        DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.1), 4)),
+        SoftMaterial::RUBBER,
+        Transform::from_xyz(0.45, 0.4, 0.0),
+    ));
+    for _ in 0..64 {
+        app.update();
+    }
+    // The soft cube landed on the +x end: the plank turns about -z (its +x end goes down).
+    let turn = app.world().get::<Rotation>(plank).unwrap().0;
+    let end = turn * Vec3::X;
+    assert!(end.y < -0.1, "the plank's +x end points along {end}");
+}
+
+#[test]
+fn removing_a_coupled_collider_in_contact_frees_the_soft_body() {
+    let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
+    let (slab, rigid) = box_on_slab(&mut app, 20.0);
+    for _ in 0..64 {
+        app.update();
+    }
+    let top = |app: &App| {
+        let world = app.world().resource::<DeformableWorld>();
+        world
+            .positions(slab)
+            .unwrap()
+            .iter()
+            .filter(|p| p.x.abs() < 0.1 && p.z.abs() < 0.1)
+            .map(|p| p.y)
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let pressed = top(&app);
+    app.world_mut().entity_mut(rigid).despawn();
+    for _ in 0..64 {
+        app.update();
+    }
+    assert!(
+        top(&app) > pressed + 2e-4,
+        "the slab's top {} m, {pressed} m under the box",
+        top(&app)
+    );
+    let world = app.world().resource::<DeformableWorld>();
+    assert!(
+        world
+            .world()
+            .obstacles()
+            .iter()
+            .all(|o| o.coupling().is_none())
+    );
+}
+
+#[test]
+fn a_soft_ball_knocks_over_a_stack_of_light_crates() {
+    let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::half_space(Vec3::Y),
+        Transform::default(),
+    ));
+    // Three cardboard crates (0.3 m, 20 kg/m^3: 0.54 kg each) stacked on the floor.
+    let crates: Vec<Entity> = (0..3)
+        .map(|k| {
+            app.world_mut()
+                .spawn((
+                    RigidBody::Dynamic,
+                    Collider::cuboid(0.3, 0.3, 0.3),
+                    ColliderDensity(20.0),
+                    Transform::from_xyz(0.0, 0.15 + 0.3 * k as f32, 0.0),
+                ))
+                .id()
+        })
+        .collect();
+    for _ in 0..30 {
+        app.update();
+    }
+    let top_before = app.world().get::<Position>(crates[2]).unwrap().0;
+    // A jelly ball (about 14 kg) thrown at the middle crate at 4 m/s.
+    app.world_mut().spawn((
+        DeformableBody::from(TetMesh::sphere(0.15, 5)),
+        SoftMaterial::JELLY,
+        InitialVelocity(Vec3::new(4.0, 0.0, 0.0)),
+        Transform::from_xyz(-0.6, 0.45, 0.0),
+    ));
+    for _ in 0..96 {
+        app.update();
+    }
+    let middle = app.world().get::<Position>(crates[1]).unwrap().0;
+    let top = app.world().get::<Position>(crates[2]).unwrap().0;
+    assert!(middle.x > 0.3, "the middle crate is at {middle}");
+    assert!(
+        top.y < top_before.y - 0.2 || (top - top_before).length() > 0.3,
+        "the top crate stayed at {top} (from {top_before})"
+    );
+}
+
+#[test]
+fn a_crate_of_avians_default_density_rests_on_a_rubber_cube() {
+    // Avian's default density is 1 kg/m^3: this 0.15 m crate weighs 3.4 g, and its contact
+    // with rubber is millions of times stiffer than its mass over a step squared.
+    let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::half_space(Vec3::Y),
+        Transform::default(),
+    ));
+    app.world_mut().spawn((
+        DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.1), 3)),
+        SoftMaterial::RUBBER,
+        Transform::from_xyz(0.0, 0.1, 0.0),
+    ));
+    let crate_box = app
+        .world_mut()
+        .spawn((
+            RigidBody::Dynamic,
+            Collider::cuboid(0.15, 0.15, 0.15),
+            Transform::from_xyz(0.0, 0.28, 0.0),
+        ))
+        .id();
+    let dt = 1.0 / 64.0;
+    let mut last = app.world().get::<Position>(crate_box).unwrap().0;
+    let (mut fastest, mut turning) = (0.0f32, 0.0f32);
+    for step in 0..96 {
+        app.update();
+        let now = app.world().get::<Position>(crate_box).unwrap().0;
+        if step >= 64 {
+            fastest = fastest.max((now - last).length() / dt);
+            let w = app.world().get::<AngularVelocity>(crate_box).unwrap().0;
+            turning = turning.max(w.length());
+        }
+        last = now;
+    }
+    assert!(fastest < 5e-3, "the crate moves at {fastest} m/s after 1 s");
+    assert!(
+        turning < 0.01,
+        "the crate turns at {turning} rad/s after 1 s"
+    );
+    // On the cube's top (0.2 m), not through it.
+    assert!(
+        (0.27..0.2751).contains(&last.y),
+        "the crate's centre at {last}"
+    );
+}

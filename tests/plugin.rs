@@ -1075,3 +1075,63 @@ fn the_transform_of_a_rigidly_turned_body_carries_its_rotation() {
         turn * spawn
     );
 }
+
+/// The game's own integrator of a coupled rigid body: its free motion plus the soft bodies'
+/// velocity change, after the plugin's step.
+fn integrate_rigid(
+    time: Res<Time>,
+    mut bodies: Query<(&mut RigidBodyCoupling, &RigidBodyImpulse, &mut Transform)>,
+) {
+    let dt = time.delta_secs();
+    for (mut rigid, impulse, mut transform) in &mut bodies {
+        let v = rigid.linear_velocity + rigid.acceleration * dt + impulse.linear_velocity_change;
+        let w = rigid.angular_velocity + impulse.angular_velocity_change;
+        transform.translation += v * dt;
+        transform.rotation = (Quat::from_scaled_axis(w * dt) * transform.rotation).normalize();
+        rigid.linear_velocity = v;
+        rigid.angular_velocity = w;
+    }
+}
+
+#[test]
+fn a_coupled_rigid_box_rests_on_a_soft_slab_and_is_pushed_back() {
+    let mut app = app();
+    app.add_systems(
+        FixedUpdate,
+        integrate_rigid.after(DeformableSystems::Writeback),
+    );
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    app.world_mut().spawn((
+        DeformableBody::from(TetMesh::cuboid(sim::Vec3::new(0.4, 0.05, 0.4), 6)),
+        SoftMaterial::RUBBER,
+        Transform::from_xyz(0.0, 0.05, 0.0),
+    ));
+    let half = Vec3::new(0.15, 0.1, 0.15);
+    let rigid = app
+        .world_mut()
+        .spawn((
+            Obstacle::cuboid(half),
+            RigidBodyCoupling::solid_cuboid(5.0, half, Vec3::new(0.0, -9.81, 0.0)),
+            Transform::from_xyz(0.0, 0.1 + half.y + 0.02, 0.0),
+        ))
+        .id();
+    let mut touched = false;
+    for _ in 0..150 {
+        app.update();
+        touched |= app.world().get::<RigidBodyImpulse>(rigid).unwrap().contacts > 0;
+    }
+    assert!(touched, "the box never touched the slab");
+    let rigid_state = *app.world().get::<RigidBodyCoupling>(rigid).unwrap();
+    let speed = rigid_state.linear_velocity.length();
+    assert!(speed < 5e-3, "the box still moves at {speed} m/s");
+    // It rests on the slab's top (10 cm), not on the floor through it.
+    let bottom = app.world().get::<Transform>(rigid).unwrap().translation.y - half.y;
+    assert!((0.085..0.101).contains(&bottom), "bottom at {bottom} m");
+    // At rest the slab carries its weight each step.
+    let impulse = app.world().get::<RigidBodyImpulse>(rigid).unwrap().impulse;
+    let weight = 5.0 * 9.81 / 64.0;
+    assert!(
+        (impulse.y - weight).abs() < 0.03 * weight,
+        "{impulse:?} against {weight}"
+    );
+}

@@ -19,6 +19,7 @@ use crate::grab::GrabTool;
 use crate::history::StepHistory;
 use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, ElasticModel, FrictionModel, SolverChoice};
+use crate::rigid_coupling::RigidBodyImpulse;
 use crate::sim::MAX_ANDERSON_WINDOW;
 use crate::skin::SkinFlesh;
 use crate::status::BodyStatus;
@@ -51,6 +52,7 @@ pub(super) struct Panel<'w, 's> {
     virtual_time: ResMut<'w, Time<Virtual>>,
     tuning: Option<Res<'w, TuningFile>>,
     bodies: Query<'w, 's, BodyRow>,
+    rigid: Query<'w, 's, (Entity, Option<&'static Name>, &'static RigidBodyImpulse)>,
     reset: MessageWriter<'w, ResetScene>,
     save: MessageWriter<'w, SaveTuning>,
     load: MessageWriter<'w, LoadTuning>,
@@ -85,6 +87,7 @@ pub(super) fn draw_panel(mut p: Panel) -> bevy::ecs::error::Result {
                 ui.separator();
                 body_list(ui, &mut p);
                 selected_body(ui, &mut p);
+                rigid_bodies(ui, &p);
                 settings(ui, &mut p);
                 statistics(ui, &p);
                 debug_drawing(ui, &mut p.state.draw);
@@ -170,6 +173,39 @@ fn body_list(ui: &mut egui::Ui, p: &mut Panel) {
                     }
                 });
         });
+}
+
+/// The coupled rigid bodies' colliders ([`crate::rigid_coupling`]) and what the soft bodies
+/// did to them in the last step; hidden where there are none.
+fn rigid_bodies(ui: &mut egui::Ui, p: &Panel) {
+    let mut rows: Vec<_> = p.rigid.iter().collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|r| r.0);
+    egui::CollapsingHeader::new(format!("Rigid bodies ({})", rows.len())).show(ui, |ui| {
+        ui.label(
+            RichText::new("the soft bodies' push on each in the last step")
+                .small()
+                .weak(),
+        );
+        egui::Grid::new("rigid_bodies")
+            .striped(true)
+            .show(ui, |ui| {
+                ui.label("collider");
+                ui.label("contacts");
+                ui.label("impulse (N s)");
+                ui.label("dv (m/s)");
+                ui.end_row();
+                for (entity, name, impulse) in rows {
+                    ui.label(name.map_or_else(|| format!("{entity}"), |n| n.as_str().to_owned()));
+                    ui.label(impulse.contacts.to_string());
+                    ui.label(format!("{:.3}", impulse.impulse.length()));
+                    ui.label(format!("{:.3}", impulse.linear_velocity_change.length()));
+                    ui.end_row();
+                }
+            });
+    });
 }
 
 /// The selected body: material (with presets), pins, refactorization time, state.

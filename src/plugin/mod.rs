@@ -61,6 +61,7 @@ use crate::diagnostics::{self, DeformableDiagnostics};
 use crate::grab::{GrabTool, sync_grab};
 use crate::history::StepHistory;
 use crate::messages::{BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene};
+use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
 use crate::skin::{
     SkinFlesh, SkinRegion, SoftSkin, build_soft_skins, draw_soft_skins, drive_soft_skins,
     record_skin_displacements,
@@ -71,7 +72,7 @@ use sync::{
     apply_config, remove_bodies, reset_scene, sync_attachments, sync_materials, sync_obstacles,
     sync_pins,
 };
-use writeback::{draw_interpolated, record_render_points};
+use writeback::{draw_interpolated, record_render_points, record_rigid_impulses};
 
 /// The system sets of the fixed step, in order (see the module docs).
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -211,6 +212,8 @@ impl Plugin for DeformablePlugin {
             .register_type::<DeformableBody>()
             .register_type::<CollisionProxy>()
             .register_type::<Obstacle>()
+            .register_type::<RigidBodyCoupling>()
+            .register_type::<RigidBodyImpulse>()
             .register_type::<Pin>()
             .register_type::<Attachment>()
             .register_type::<SoftSkin>()
@@ -257,7 +260,11 @@ impl Plugin for DeformablePlugin {
                         .chain()
                         .in_set(DeformableSystems::Sync),
                     step_world.in_set(DeformableSystems::Step),
-                    (record_render_points, record_skin_displacements)
+                    (
+                        record_render_points,
+                        record_skin_displacements,
+                        record_rigid_impulses,
+                    )
                         .chain()
                         .in_set(DeformableSystems::Writeback),
                 ),

@@ -16,6 +16,8 @@ use crate::convert::{quat_to_sim, to_sim};
 use crate::grab::GrabTool;
 use crate::history::StepHistory;
 use crate::messages::ResetScene;
+use crate::rigid_coupling::RigidBodyCoupling;
+use crate::sim;
 
 use super::{DeformableConfig, DeformableWorld};
 
@@ -140,7 +142,7 @@ pub(super) fn sync_materials(
 pub(super) fn sync_obstacles(
     mut world: ResMut<DeformableWorld>,
     time: Res<Time>,
-    obstacles: Query<(Entity, Ref<Obstacle>)>,
+    obstacles: Query<(Entity, Ref<Obstacle>, Option<&RigidBodyCoupling>)>,
     transforms: TransformHelper,
     mut removed: RemovedComponents<Obstacle>,
 ) {
@@ -153,7 +155,7 @@ pub(super) fn sync_obstacles(
         }
     }
     let dt = time.delta_secs_f64();
-    for (entity, obstacle) in &obstacles {
+    for (entity, obstacle, coupling) in &obstacles {
         // From the hierarchy now, not last frame's propagation: no lag and no jump from the
         // origin for an obstacle spawned this frame.
         let Ok(transform) = transforms.compute_global_transform(entity) else {
@@ -175,7 +177,7 @@ pub(super) fn sync_obstacles(
         }
         if let Some(&h) = world.obstacle_of.get(&entity) {
             if let Ok(o) = world.world.obstacle_mut(h)
-                && let Err(e) = o.move_to(position, rotation, dt)
+                && let Err(e) = place_obstacle(o, position, rotation, coupling, dt)
             {
                 // The obstacle stays where it was; the game hears of it once per frame.
                 warn!("obstacle {entity} not moved: {e}");
@@ -184,6 +186,7 @@ pub(super) fn sync_obstacles(
         }
         match obstacle
             .to_sim(position, rotation)
+            .and_then(|mut o| place_obstacle(&mut o, position, rotation, coupling, 0.0).map(|_| o))
             .map_err(|e| e.to_string())
             .and_then(|o| world.world.add_obstacle(o).map_err(|e| e.to_string()))
         {
@@ -215,6 +218,38 @@ pub(super) fn sync_attachments(
         for (&v, offset) in attachment.vertices.iter().zip(&state.attachment_offsets) {
             let p = to_sim(affine.transform_point3(*offset));
             let _ = world.world.set_attachment_target(h, v as usize, p);
+        }
+    }
+}
+
+/// Moves an obstacle to its entity's pose: a kinematic one by [`sim::Obstacle::move_to`]
+/// (velocities from the pose change over `dt`), a coupled one ([`RigidBodyCoupling`]) to its
+/// body's state at the start of the step, with its mass properties.
+fn place_obstacle(
+    o: &mut sim::Obstacle,
+    position: sim::Vec3,
+    rotation: nalgebra::UnitQuaternion<f64>,
+    coupling: Option<&RigidBodyCoupling>,
+    dt: f64,
+) -> Result<(), sim::ObstacleError> {
+    match coupling {
+        None => {
+            if o.coupling().is_some() {
+                o.set_coupling(None)?;
+            }
+            o.move_to(position, rotation, dt)
+        }
+        Some(c) => {
+            let core = c.to_sim();
+            if o.coupling() != Some(&core) {
+                o.set_coupling(Some(core))?;
+            }
+            o.set_center_state(
+                position + rotation * core.local_center_of_mass,
+                rotation,
+                to_sim(c.linear_velocity),
+                to_sim(c.angular_velocity),
+            )
         }
     }
 }

@@ -4,16 +4,37 @@
 use std::time::Instant;
 
 use bevy::asset::Assets;
+use bevy::ecs::change_detection::DetectChangesMut;
+use bevy::ecs::entity::Entity;
 use bevy::math::Quat;
 use bevy::mesh::{Mesh, Mesh3d};
-use bevy::prelude::{Query, Res, ResMut, Time, Transform};
+use bevy::prelude::{Query, Res, ResMut, Time, Transform, With};
 use bevy::time::Fixed;
 
 use crate::components::DeformableState;
 use crate::diagnostics::DeformableDiagnostics;
 use crate::render;
+use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
 
 use super::{DeformableConfig, DeformableWorld};
+
+/// After a step: what the soft bodies did to each coupled rigid body (zero where the world
+/// did not step).
+pub(super) fn record_rigid_impulses(
+    world: Res<DeformableWorld>,
+    mut coupled: Query<(Entity, &mut RigidBodyImpulse), With<RigidBodyCoupling>>,
+) {
+    for (entity, mut impulse) in &mut coupled {
+        let response = world
+            .obstacle_of
+            .get(&entity)
+            .filter(|_| world.stepped)
+            .and_then(|&h| world.world.obstacle(h).ok())
+            .map(|o| RigidBodyImpulse::from_sim(o.coupling_response()))
+            .unwrap_or_default();
+        impulse.set_if_neq(response);
+    }
+}
 
 /// After a step: the render points of every body, kept beside the previous step's.
 pub(super) fn record_render_points(

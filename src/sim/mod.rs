@@ -50,6 +50,7 @@ mod test_rng;
 pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};
+pub use contact::rigid::{CouplingResponse, RigidCoupling};
 pub use embed::EmbeddedPoint;
 pub use fem::FemModel;
 pub use material::{

@@ -19,7 +19,10 @@
 //!    one row per obstacle, up to three (floor and wall of a room's corner): dropping one of them
 //!    let a jelly thrown into a corner sink 3 cm into the wall; and a soft-soft row holds taken
 //!    vertices at their current positions instead of being dropped.
-//! 5. [`regions`]: contacts split into vertex-disjoint regions (union-find, deterministic ids);
+//! 5. [`rigid`]: the mass properties of a dynamic rigid body behind a *coupled* obstacle, which
+//!    the soft bodies' contact forces move within the step (two-way coupling with a rigid-body
+//!    engine), and what they did to it.
+//! 6. [`regions`]: contacts split into vertex-disjoint regions (union-find, deterministic ids);
 //!    [`lcp`]: the velocity-level problem of each region with restitution and Coulomb friction
 //!    (cone or pyramid), projected CG then projected Gauss-Seidel, regions in parallel
 //!    (`contact-regions-lcp-friction.txt`).
@@ -33,6 +36,7 @@ pub mod obstacle;
 pub mod overlap;
 pub mod point_triangle;
 pub mod regions;
+pub mod rigid;
 pub mod soft;
 #[cfg(test)]
 mod test_body;
@@ -46,4 +50,5 @@ pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};
 pub use overlap::{OverlapScratch, detect_deep_overlap};
 pub use point_triangle::{PointTriangleContact, closest_point_on_triangle, point_triangle_contact};
 pub use regions::ContactRegions;
+pub use rigid::{CouplingResponse, RigidCoupling};
 pub use soft::{SoftContact, SoftSurface, detect_soft_contacts, fit_surface_bvh};

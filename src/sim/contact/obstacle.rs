@@ -16,6 +16,7 @@ use parry3d::shape::{Shape, SharedShape, TriMeshFlags};
 use parry3d::utils::Array2;
 use thiserror::Error;
 
+use super::rigid::{CouplingResponse, RigidCoupling};
 use crate::sim::material::{CombineRule, SurfaceCoefficients};
 use crate::sim::math::Vec3;
 
@@ -138,6 +139,21 @@ pub struct Obstacle {
     linear_velocity: Vec3,
     angular_velocity: Vec3,
     surface: SurfaceCoefficients,
+    /// The rigid body behind the obstacle, for two-way coupling; `None` for a static or
+    /// kinematic obstacle.
+    coupling: Option<RigidCoupling>,
+    /// The coupling's state carried across steps.
+    pub(crate) coupled: CoupledState,
+}
+
+/// What a coupled obstacle carries out of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct CoupledState {
+    /// What the soft bodies did to it in the last step.
+    pub response: CouplingResponse,
+    /// Its last substep's displacement from its free motion (m, rad), where it was touched:
+    /// where an island that cannot solve it exactly holds it first.
+    pub warm: [Vec3; 2],
 }
 
 impl std::fmt::Debug for Obstacle {
@@ -149,6 +165,7 @@ impl std::fmt::Debug for Obstacle {
             .field("linear_velocity", &self.linear_velocity)
             .field("angular_velocity", &self.angular_velocity)
             .field("surface", &self.surface)
+            .field("coupling", &self.coupling)
             .finish()
     }
 }
@@ -416,6 +433,8 @@ impl Obstacle {
             linear_velocity: Vec3::zeros(),
             angular_velocity: Vec3::zeros(),
             surface: SurfaceCoefficients::default(),
+            coupling: None,
+            coupled: CoupledState::default(),
         })
     }
 
@@ -533,6 +552,118 @@ impl Obstacle {
         self.surface.friction_combine = friction;
         self.surface.restitution_combine = restitution;
         self
+    }
+
+    /// Builder: a dynamic rigid body behind the obstacle, coupled both ways with the soft
+    /// bodies (see [`Obstacle::set_coupling`]).
+    ///
+    /// # Errors
+    /// As [`RigidCoupling::validate`].
+    pub fn with_coupling(mut self, coupling: RigidCoupling) -> Result<Self, ObstacleError> {
+        self.set_coupling(Some(coupling))?;
+        Ok(self)
+    }
+
+    /// Makes the obstacle the collider of a dynamic rigid body (`Some`) or a static/kinematic
+    /// one again (`None`). A coupled obstacle's pose and velocities are its body's at the
+    /// *start* of a step (set them with [`Obstacle::set_state`] before each step); the step
+    /// moves it by its free motion and the soft bodies' contact forces together with the soft
+    /// bodies, leaves it at the end of that motion, and reports the velocity change the soft
+    /// bodies caused in [`Obstacle::coupling_response`], for the rigid-body engine to add.
+    ///
+    /// # Errors
+    /// As [`RigidCoupling::validate`]; the obstacle is left as it was.
+    pub fn set_coupling(&mut self, coupling: Option<RigidCoupling>) -> Result<(), ObstacleError> {
+        if let Some(c) = &coupling {
+            c.validate()?;
+        }
+        if coupling.is_none() {
+            self.coupled = CoupledState::default();
+        }
+        self.coupling = coupling;
+        Ok(())
+    }
+
+    /// The rigid body behind a coupled obstacle.
+    pub fn coupling(&self) -> Option<&RigidCoupling> {
+        self.coupling.as_ref()
+    }
+
+    /// What the soft bodies did to a coupled obstacle in the last step (zero for others).
+    pub fn coupling_response(&self) -> &CouplingResponse {
+        &self.coupled.response
+    }
+
+    /// The centre of mass in the world (m): the coupled body's, else the position.
+    pub fn center_of_mass(&self) -> Vec3 {
+        match &self.coupling {
+            Some(c) => self.position + self.rotation * c.local_center_of_mass,
+            None => self.position,
+        }
+    }
+
+    /// Sets the state of a coupled obstacle's body by its centre of mass (m, world), rotation,
+    /// the centre of mass's linear velocity (m/s) and the angular velocity (rad/s), as a
+    /// rigid-body engine holds them; for an obstacle without coupling the centre of mass is
+    /// its position.
+    ///
+    /// # Errors
+    /// As [`Obstacle::set_state`]; the obstacle is left as it was.
+    pub fn set_center_state(
+        &mut self,
+        center: Vec3,
+        rotation: UnitQuaternion<f64>,
+        linear: Vec3,
+        angular: Vec3,
+    ) -> Result<(), ObstacleError> {
+        check_state(&center, &rotation, &linear, &angular)?;
+        let before = (
+            self.position,
+            self.rotation,
+            self.linear_velocity,
+            self.angular_velocity,
+        );
+        self.place_coupled(center, rotation, linear, angular);
+        if let Err(e) = check_state(
+            &self.position,
+            &self.rotation,
+            &self.linear_velocity,
+            &self.angular_velocity,
+        ) {
+            (
+                self.position,
+                self.rotation,
+                self.linear_velocity,
+                self.angular_velocity,
+            ) = before;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Places a coupled obstacle by its centre of mass (m) and rotation, with velocities
+    /// (m/s, rad/s; linear of the centre of mass), during a step.
+    pub(crate) fn place_coupled(
+        &mut self,
+        center: Vec3,
+        rotation: UnitQuaternion<f64>,
+        linear: Vec3,
+        angular: Vec3,
+    ) {
+        let local = self
+            .coupling
+            .as_ref()
+            .map_or(Vec3::zeros(), |c| c.local_center_of_mass);
+        self.position = center - rotation * local;
+        self.rotation = rotation;
+        // `velocity_at` takes the angular velocity about the position.
+        self.linear_velocity = linear + angular.cross(&(self.position - center));
+        self.angular_velocity = angular;
+    }
+
+    /// The linear velocity of the centre of mass (m/s).
+    pub fn center_velocity(&self) -> Vec3 {
+        self.velocity_at(&self.center_of_mass())
     }
 
     /// Sets pose and velocities directly (m, rad, m/s, rad/s).

@@ -13,6 +13,7 @@
 
 mod audit;
 mod body;
+mod coupling;
 mod desc;
 mod handles;
 mod interact;
@@ -575,6 +576,18 @@ impl SoftWorld {
         Ok(&mut self.obstacles[i])
     }
 
+    /// The obstacle behind a handle.
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownObstacle`].
+    pub fn obstacle(&self, h: ObstacleHandle) -> Result<&Obstacle, WorldError> {
+        let i = self
+            .obstacle_ids
+            .position(h.0)
+            .ok_or(WorldError::UnknownObstacle(h))?;
+        Ok(&self.obstacles[i])
+    }
+
     /// All obstacles, in order.
     pub fn obstacles(&self) -> &[Obstacle] {
         &self.obstacles
@@ -951,6 +964,9 @@ impl SoftWorld {
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f64;
         let mut report = StepReport::default();
+        for o in &mut self.obstacles {
+            o.coupled.response = Default::default();
+        }
         // Run inside the rayon pool: the calling thread then sleeps instead of competing with
         // spinning workers for the cores (measured 1.8x slower solves on 2 cores otherwise).
         rayon::scope(|_| {
@@ -958,7 +974,7 @@ impl SoftWorld {
                 let settings = self.settings;
                 let summary = step::substep(
                     &mut self.bodies,
-                    &self.obstacles,
+                    &mut self.obstacles,
                     &settings,
                     h,
                     &mut self.state,

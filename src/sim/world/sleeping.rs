@@ -228,10 +228,13 @@ pub(crate) fn fall_asleep(
             continue;
         }
         let speed_sq = b.v.iter().map(Vec3::norm_squared).fold(0.0, f64::max);
-        let carried =
-            b.ws.touching
-                .iter()
-                .any(|&o| obstacles.get(o as usize).is_some_and(Obstacle::is_moving));
+        // A body touching a moving obstacle, or a coupled rigid body (which its engine moves
+        // whether or not it moves now), is carried and stays awake.
+        let carried = b.ws.touching.iter().any(|&o| {
+            obstacles
+                .get(o as usize)
+                .is_some_and(|o| o.is_moving() || o.coupling().is_some())
+        });
         if speed_sq < sleeping.speed * sleeping.speed && b.grab.is_none() && !carried {
             b.still_for += h;
         } else {

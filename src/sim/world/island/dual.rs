@@ -125,6 +125,15 @@ impl UpperBlock {
                     self.accumulator[k] += c.dot(&e.coeff) * column[e.vertex as usize];
                 }
             }
+            // A coupled rigid body's term between this row and the later rows on it.
+            let rigid = &island.row_rigid;
+            for &(b, k) in island.rigid_rows_from(j) {
+                let k = k as usize;
+                if self.accumulator[k] == 0.0 {
+                    self.columns.push(k as u32);
+                }
+                self.accumulator[k] += island.rigid[b as usize].coupling_term(&rigid[j], &rigid[k]);
+            }
             self.columns.sort_unstable();
             self.columns.dedup();
             let row_start = self.rows.entries.len();
@@ -209,6 +218,12 @@ impl Island {
             }
             self.dual_q.push(q);
         }
+        // Coupled rigid bodies: their free displacement is that of their applied forces.
+        if !self.rigid_rows.is_empty() {
+            for j in 0..m {
+                self.dual_q[j] += self.rigid_q(j);
+            }
+        }
         // `S` depends on the rows' terms and the members' factors only. The rows are rebuilt
         // (and re-ranked by depth) every iteration; where they are those of the matrix kept
         // from the last solve in the subspace, in any order (a body resting on the floor,
@@ -232,7 +247,10 @@ impl Island {
             }
             self.dual_keys_next.push(key);
         }
-        let same_matrix = self.match_kept_rows();
+        // Rows on a coupled rigid body carry its terms, which the keys do not describe (its
+        // arms move with it): such a matrix is built every time and never kept.
+        let coupled = !self.rigid_rows.is_empty();
+        let same_matrix = !coupled && self.match_kept_rows();
         if !same_matrix {
             std::mem::swap(&mut self.dual_keys, &mut self.dual_keys_next);
             self.dual_order.clear();
@@ -245,6 +263,9 @@ impl Island {
             }
             self.dual_kept_of.clear();
             self.dual_kept_of.extend(0..m as u32);
+            if coupled {
+                self.dual_keys.clear();
+            }
         }
         // Warm start: each row's contact force of the last iteration, in the kept order.
         self.dual_q_kept.clear();

@@ -32,12 +32,14 @@ mod friction;
 mod line_search;
 mod redetect;
 mod restitution;
+mod rigid;
 
 pub(crate) use friction::FrictionMemory;
 
 use std::time::{Duration, Instant};
 
 use super::body::SoftBody;
+use super::coupling::Coupling;
 use super::report::FreezeReason;
 use super::{Solver, WorldSettings};
 use crate::sim::contact::{
@@ -409,6 +411,23 @@ pub(crate) struct Island {
     /// `(vertex_body, vertex, triangle_body)` of soft ones.
     known_obstacle: Vec<(u32, u32, u32)>,
     known_soft: Vec<(u32, u32, u32)>,
+    /// The coupled rigid bodies the island's contacts touch ([`rigid`]).
+    rigid: Vec<rigid::IslandRigid>,
+    /// Per contact: its rigid body's index in `rigid`, or [`rigid::NO_RIGID`].
+    contact_rigid: Vec<u32>,
+    /// Per row: its rigid term.
+    row_rigid: Vec<rigid::RowRigid>,
+    /// `(rigid body, row)` of the rows on rigid bodies, sorted.
+    rigid_rows: Vec<(u32, u32)>,
+    rigid_scratch: Vec<[Vec3; 2]>,
+    /// Scratch of the friction update: per rigid body, the number of groups it slides in and
+    /// of its contacts that carry friction.
+    rigid_degree: Vec<f64>,
+    rigid_carrying: Vec<f64>,
+    /// Scratch of [`Island::rigid_held`]: the island matrix's diagonal, and per rigid body
+    /// the stiffness of its rows.
+    rigid_diagonal: Vec<Vec3>,
+    rigid_stiffness: Vec<nalgebra::Matrix6<f64>>,
 }
 
 /// The island's `A`: each member's matrix on its block of unknowns, the PD matrix or, with
@@ -491,6 +510,7 @@ impl SpdOperator for IslandMatrix<'_> {
 impl Island {
     /// Starts a step once [`Island::members`] is filled: their unknowns and the contacts found
     /// at the start.
+    #[allow(clippy::too_many_arguments)]
     pub fn begin(
         &mut self,
         bodies: &[SoftBody],
@@ -499,6 +519,8 @@ impl Island {
         edges: impl Iterator<Item = EdgeContact>,
         friction_memory: &FrictionMemory,
         settings: &WorldSettings,
+        coupling: &Coupling,
+        h: f64,
     ) {
         self.unknowns = self
             .members
@@ -525,6 +547,7 @@ impl Island {
         self.local.clear();
         self.group_compliance.clear();
         self.setup_contacts(0, bodies, obstacles, settings);
+        self.begin_rigid(coupling, h);
         self.remember_friction(bodies, friction_memory);
         self.reaction.clear();
         self.reaction.resize(self.unknowns, Vec3::zeros());
@@ -654,8 +677,13 @@ impl Island {
             self.mu.push(mu);
             let approach = restitution::approach_speed(c, bodies, obstacles);
             self.approach.push(approach);
+            // Contacts with a coupled rigid body are inelastic: the rebound pass treats
+            // obstacles as immovable, and its reaction would give a light body more than the
+            // rebound (energy from nowhere).
+            let coupled = matches!(c, IslandContact::Obstacle { contact, .. }
+                if obstacles.get(contact.obstacle as usize).is_some_and(|o| o.coupling().is_some()));
             self.restitution
-                .push(if approach > settings.restitution_threshold {
+                .push(if approach > settings.restitution_threshold && !coupled {
                     e
                 } else {
                     0.0
@@ -930,6 +958,7 @@ impl Island {
         obstacles: &[Obstacle],
         layout: Layout<'_>,
         settings: &WorldSettings,
+        coupling: &Coupling,
         h: f64,
     ) -> Result<(), FreezeReason> {
         let t = Instant::now();
@@ -955,6 +984,7 @@ impl Island {
             push_out,
             h,
         );
+        self.prepare_rigid_rows(coupling, h);
         for (q, ((b, r), f)) in self
             .b_qp
             .iter_mut()
@@ -992,6 +1022,7 @@ impl Island {
                 .for_each(|f| *f = Vec3::zeros());
             self.groups.clear();
             self.row_force.clear();
+            self.rigid_untouched();
             self.rows_in_free = true;
             self.stats.mprgp_time += t.elapsed();
             return Ok(());
@@ -1009,8 +1040,25 @@ impl Island {
             self.stats.subspace_solves += 1;
             self.stats.kkt_residual = 0.0;
             self.stats.active = self.row_lambda.iter().filter(|&&l| l > 0.0).count();
+            self.rigid_solved(h);
         } else {
+            // Coupled rigid bodies cannot be MPRGP's unknowns (their rows share them): held
+            // where they are for this iteration.
+            self.hold_rigid();
             self.solve_by_mprgp(bodies, layout, settings)?;
+            if self.touches_rigid() {
+                let mut diagonal = std::mem::take(&mut self.rigid_diagonal);
+                diagonal.resize(self.unknowns, Vec3::zeros());
+                IslandMatrix {
+                    bodies,
+                    members: &self.members,
+                    layout,
+                    unknowns: self.unknowns,
+                }
+                .diagonal(&mut diagonal);
+                self.rigid_held(h, &diagonal);
+                self.rigid_diagonal = diagonal;
+            }
         }
         self.stats.qp_time += t_qp.elapsed();
         for (j, row) in self.rows.iter().enumerate() {

@@ -67,6 +67,7 @@ pub use respond::ContactPoint;
 
 use super::audit::{EnergyAudit, gravitational, kinetic};
 use super::body::SoftBody;
+use super::coupling::{Coupling, NOT_COUPLED};
 use super::island::{FrictionMemory, Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use super::sleeping::{SleepState, fall_asleep, wake_touched};
@@ -107,6 +108,12 @@ pub(crate) struct StepState {
     inv_mass: Vec<f64>,
     /// The contacts of the last velocity LCP, for debug drawing.
     pub points: Vec<ContactPoint>,
+    /// Coupled obstacles' state in the substep ([`super::coupling`]).
+    coupling: Coupling,
+    /// Scratch of [`form_islands`]: per coupled body, the first body touching it, and the
+    /// links to the others.
+    coupled_first: Vec<u32>,
+    coupled_links: Vec<(u32, u32)>,
     /// The friction the last step ended with (per group and per contact), to start the next
     /// step's from.
     friction_memory: FrictionMemory,
@@ -149,12 +156,14 @@ pub(crate) struct SubstepSummary {
 /// Advances every body by `h` seconds.
 pub(crate) fn substep(
     bodies: &mut [SoftBody],
-    obstacles: &[Obstacle],
+    obstacles_mut: &mut [Obstacle],
     settings: &WorldSettings,
     h: f64,
     st: &mut StepState,
 ) -> SubstepSummary {
     let mut summary = SubstepSummary::default();
+    st.coupling.begin(obstacles_mut, h);
+    let obstacles = &*obstacles_mut;
     wake_touched(bodies, obstacles, settings, h, &mut st.sleep);
     bodies
         .par_iter_mut()
@@ -166,7 +175,7 @@ pub(crate) fn substep(
         st.edge_contacts.clear();
     }
     summary.soft_contacts = st.soft_contacts.len() + st.edge_contacts.len();
-    form_islands(bodies, obstacles, settings, st);
+    form_islands(bodies, obstacles, settings, h, st);
     summary.islands = st.island_count;
     summary.largest_island = st.island_size.iter().copied().max().unwrap_or(0) as usize;
     if settings.measure_residual {
@@ -186,6 +195,12 @@ pub(crate) fn substep(
             }
         }
     });
+    // Coupled rigid bodies to their end poses and velocities, for the velocity phases.
+    if st.coupling.any() {
+        st.coupling
+            .settle(obstacles_mut, &st.islands[..st.island_count], bodies, h);
+    }
+    let obstacles = &*obstacles_mut;
     if settings.energy_audit {
         audit_velocity_phase(bodies, settings, AuditMark::Solved);
     }
@@ -198,6 +213,8 @@ pub(crate) fn substep(
         audit_velocity_phase(bodies, settings, AuditMark::Responded);
     }
     summary.lcp_time = t.elapsed();
+    st.coupling.finish(obstacles_mut, h);
+    let obstacles = &*obstacles_mut;
 
     // Settling: a body settles if supported (an obstacle touched, or another body in its
     // island) and nothing in its island is held or carried (a body on a slowly lifted one is
@@ -555,17 +572,42 @@ fn form_islands(
     bodies: &[SoftBody],
     obstacles: &[Obstacle],
     settings: &WorldSettings,
+    h: f64,
     st: &mut StepState,
 ) {
     let n = bodies.len();
     st.parent.clear();
     st.parent.extend(0..n as u32);
+    // Bodies touching one coupled rigid body share its unknowns: one island.
+    st.coupled_first.clear();
+    st.coupled_first.resize(st.coupling.len(), NO_ISLAND);
+    st.coupled_links.clear();
+    if st.coupling.any() {
+        for (i, b) in bodies.iter().enumerate() {
+            if b.is_static() {
+                continue;
+            }
+            for c in &b.ws.contacts {
+                let entry = st.coupling.entry_of(c.obstacle);
+                if entry == NOT_COUPLED {
+                    continue;
+                }
+                match st.coupled_first[entry as usize] {
+                    NO_ISLAND => st.coupled_first[entry as usize] = i as u32,
+                    first => st.coupled_links.push((first, i as u32)),
+                }
+            }
+        }
+    }
     let links = st
         .soft_contacts
         .iter()
         .map(|c| (c.vertex_body, c.triangle_body));
     let edge_links = st.edge_contacts.iter().map(|c| (c.body_a, c.body_b));
-    for (a, b) in links.chain(edge_links) {
+    for (a, b) in links
+        .chain(edge_links)
+        .chain(st.coupled_links.iter().copied())
+    {
         if !bodies[a as usize].is_static() && !bodies[b as usize].is_static() {
             let (ra, rb) = (find(&mut st.parent, a), find(&mut st.parent, b));
             if ra != rb {
@@ -633,6 +675,8 @@ fn form_islands(
             edges,
             &st.friction_memory,
             settings,
+            &st.coupling,
+            h,
         );
     }
 }
@@ -652,6 +696,7 @@ fn iterate(
         offset_of,
         failures,
         friction_memory,
+        coupling,
         ..
     } = st;
     let islands = &mut islands[..count];
@@ -677,7 +722,10 @@ fn iterate(
                 } else {
                     local_and_rhs(b, &island.kkt[o..], first, settings);
                     if settings.contact_subspace {
-                        cache_columns(b, i as u32, &island.contacts);
+                        // A coupled rigid body is an unknown only in the contact subspace:
+                        // its island's columns are all computed at once.
+                        let all_now = island.touches_rigid();
+                        cache_columns(b, i as u32, &island.contacts, all_now);
                     }
                 }
             });
@@ -748,7 +796,7 @@ fn iterate(
                         return;
                     }
                     if let Err(reason) =
-                        island.solve(id as u32, shared, obstacles, layout, settings, h)
+                        island.solve(id as u32, shared, obstacles, layout, settings, coupling, h)
                     {
                         *failure = Some(reason);
                         island.done = island.iterations;
@@ -994,7 +1042,7 @@ const COLUMN_SOLVE_VERTICES: usize = 6_000;
 
 /// Makes sure body `index` has the `A^-1` columns of the vertices its island's contacts touch,
 /// within its budget per iteration (the island solves by MPRGP until they are all there).
-fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
+fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], all_now: bool) {
     let SoftBody {
         pd,
         ws,
@@ -1010,7 +1058,10 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact]) {
         return;
     }
     let t = Instant::now();
-    let mut budget = (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2);
+    let mut budget = match all_now {
+        true => usize::MAX,
+        false => (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2),
+    };
     let dof = pd.dof_map();
     let needed = || {
         contacts

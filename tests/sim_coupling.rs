@@ -375,3 +375,18 @@ fn held_kinematic_under_the_newton_solver_a_box_neither_launches_nor_sinks() {
     let bottom = obstacle(&world, rigid).center_of_mass().y - 0.1;
     assert!((0.085..0.101).contains(&bottom), "bottom at {bottom} m");
 }
+
+#[test]
+fn a_crate_resting_on_jelly_comes_to_rest() {
+    let (mut world, _, rigid) = box_on_slab(10.0, SoftMaterial::JELLY);
+    let (fastest, energy_max, energy_start, deepest) = settle(&mut world, rigid, 5.0, 2.0);
+    assert!(fastest < 5e-3, "the crate moves at {fastest} m/s after 3 s");
+    assert!(
+        energy_max <= energy_start.max(1e-9) * 1.5 + 1e-7,
+        "kinetic energy {energy_max} J, {energy_start} J at 3 s"
+    );
+    assert!(deepest < 1e-3, "{deepest} m into the crate");
+    // Sunk into the jelly, not through it.
+    let bottom = obstacle(&world, rigid).center_of_mass().y - 0.1;
+    assert!((0.02..0.1).contains(&bottom), "bottom at {bottom} m");
+}

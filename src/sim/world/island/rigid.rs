@@ -327,6 +327,7 @@ impl Island {
     pub(super) fn rigid_untouched(&mut self) {
         for r in &mut self.rigid {
             r.displacement = [Vec3::zeros(); 2];
+            r.next = [Vec3::zeros(); 2];
             r.response = [Vec3::zeros(); 2];
             r.impulse = [Vec3::zeros(); 2];
             r.contacts = 0;

@@ -21,7 +21,9 @@
 //! vertex contacts around a crossing carry its friction).
 //!
 //! The QP itself is solved in the contact subspace where the members' `A^-1` columns of its
-//! vertices are cached ([`dual`]: exact, a dense LCP over the rows), else by MPRGP.
+//! vertices are cached ([`dual`]: exact, a dense LCP over the rows), else by MPRGP. A coupled
+//! rigid body the island touches is six more unknowns of the QP in the contact subspace, and
+//! held at a pose around an MPRGP solve ([`rigid`]; `crate::sim::world::coupling`).
 //!
 //! Friction is a force of the same QP, iterated with the PD iterations
 //! ([`Island::update_friction`]); restitution a rebound force applied after them

@@ -172,11 +172,7 @@ fn a_soft_cube_rests_on_an_avian_box() {
 #[test]
 fn a_kinematic_avian_body_pushes_a_soft_body() {
     let mut app = app();
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::half_space(Vec3::Y),
-        Transform::default(),
-    ));
+    spawn_floor(&mut app);
     let cube = app
         .world_mut()
         .spawn((
@@ -287,6 +283,15 @@ fn removed_and_changed_colliders_update_their_obstacles() {
     assert_eq!(obstacle_count(&app), 0);
 }
 
+/// A static avian half-space floor at y = 0.
+fn spawn_floor(app: &mut App) {
+    app.world_mut().spawn((
+        RigidBody::Static,
+        Collider::half_space(Vec3::Y),
+        Transform::default(),
+    ));
+}
+
 /// The coupled scenes' app: gravity for both engines.
 fn coupled_app(gravity: Vec3) -> App {
     let mut app = App::new();
@@ -337,11 +342,7 @@ fn soft_mass(app: &App, body: Entity) -> f32 {
 
 /// A 10 cm rubber slab on an avian floor, and a dynamic avian box of `mass` kg above it.
 fn box_on_slab(app: &mut App, mass: f32) -> (Entity, Entity) {
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::half_space(Vec3::Y),
-        Transform::default(),
-    ));
+    spawn_floor(app);
     let slab = app
         .world_mut()
         .spawn((
@@ -454,11 +455,7 @@ fn a_soft_body_on_a_plank_tips_it_towards_its_side() {
     let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
     // A floor, a static fulcrum under the plank's middle, the plank level on it: tipped
     // over, an end rests on the floor 20 cm down.
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::half_space(Vec3::Y),
-        Transform::default(),
-    ));
+    spawn_floor(&mut app);
     app.world_mut().spawn((
         RigidBody::Static,
         Collider::cuboid(0.1, 0.2, 0.6),
@@ -527,11 +524,7 @@ fn removing_a_coupled_collider_in_contact_frees_the_soft_body() {
 #[test]
 fn a_soft_ball_knocks_over_a_stack_of_light_crates() {
     let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::half_space(Vec3::Y),
-        Transform::default(),
-    ));
+    spawn_floor(&mut app);
     // Three cardboard crates (0.3 m, 20 kg/m^3: 0.54 kg each) stacked on the floor.
     let crates: Vec<Entity> = (0..3)
         .map(|k| {
@@ -573,11 +566,7 @@ fn a_crate_of_avians_default_density_rests_on_a_rubber_cube() {
     // Avian's default density is 1 kg/m^3: this 0.15 m crate weighs 3.4 g, and its contact
     // with rubber is millions of times stiffer than its mass over a step squared.
     let mut app = coupled_app(Vec3::new(0.0, -9.81, 0.0));
-    app.world_mut().spawn((
-        RigidBody::Static,
-        Collider::half_space(Vec3::Y),
-        Transform::default(),
-    ));
+    spawn_floor(&mut app);
     app.world_mut().spawn((
         DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.1), 3)),
         SoftMaterial::RUBBER,

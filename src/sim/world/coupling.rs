@@ -86,13 +86,12 @@ struct Entry {
     /// Free velocities over the substep: `v + h a`, `omega` (m/s, rad/s).
     free: [Vec3; 2],
     /// From the islands after the iterations (summed over them): the end pose's displacement
-    /// from the free end pose (m, rad), the velocity change of the contact forces times `h`
-    /// (m, rad; the displacement, whether solved or held), the contacts with it, and the
-    /// contact forces' impulse over the substep (N s, N m s).
+    /// from the free end pose (m, rad; the soft bodies' velocity change on it times `h`,
+    /// whether solved or held), the contacts with it, and the contact forces' angular impulse
+    /// over the substep (N m s).
     displacement: [Vec3; 2],
-    response: [Vec3; 2],
     contacts: usize,
-    solve_impulse: [Vec3; 2],
+    angular_impulse: Vec3,
     /// Whether every island touching it solved its last iteration with it as an unknown.
     exact: bool,
     /// The held pose an island that cannot solve it exactly starts from (m, rad): the last
@@ -115,8 +114,8 @@ impl Entry {
     /// The velocities at the end of the substep (m/s, rad/s).
     fn velocities(&self, h: f64) -> (Vec3, Vec3) {
         (
-            self.free[0] + self.response[0] / h + self.impulse / self.mass + self.cut,
-            self.free[1] + self.response[1] / h,
+            self.free[0] + self.displacement[0] / h + self.impulse / self.mass + self.cut,
+            self.free[1] + self.displacement[1] / h,
         )
     }
 }
@@ -129,6 +128,9 @@ pub(crate) struct Coupling {
     entry_of: Vec<u32>,
     /// `(entry, obstacle, rotation at the substep's start)` of every coupled obstacle.
     members: Vec<(u32, u32, UnitQuaternion<f64>)>,
+    /// Scratch of the launch safeguard: per entry, its contacts' summed normals, soft
+    /// velocities and points, and their count.
+    patches: Vec<(Vec3, Vec3, Vec3, usize)>,
 }
 
 impl Coupling {
@@ -195,9 +197,8 @@ impl Coupling {
                         },
                         free,
                         displacement: [Vec3::zeros(); 2],
-                        response: [Vec3::zeros(); 2],
                         contacts: 0,
-                        solve_impulse: [Vec3::zeros(); 2],
+                        angular_impulse: Vec3::zeros(),
                         exact: true,
                         warm: o.coupled.warm,
                         next: [Vec3::zeros(); 2],
@@ -236,8 +237,7 @@ impl Coupling {
     ) {
         for e in &mut self.entries {
             e.displacement = [Vec3::zeros(); 2];
-            e.response = [Vec3::zeros(); 2];
-            e.solve_impulse = [Vec3::zeros(); 2];
+            e.angular_impulse = Vec3::zeros();
             e.next = [Vec3::zeros(); 2];
             e.contacts = 0;
             e.exact = true;
@@ -249,10 +249,9 @@ impl Coupling {
                 let e = &mut self.entries[r.entry as usize];
                 for k in 0..2 {
                     e.displacement[k] += r.displacement[k];
-                    e.response[k] += r.response[k];
-                    e.solve_impulse[k] += r.impulse[k];
                     e.next[k] += r.next[k];
                 }
+                e.angular_impulse += r.impulse[1];
                 e.contacts += r.contacts;
                 e.exact &= r.exact;
             }
@@ -277,9 +276,12 @@ impl Coupling {
     /// velocity LCP instead, it came too late: the LCP had already carried the patch along).
     /// What it cuts is dissipated. A body solved exactly never needs it.
     fn no_launch(&mut self, islands: &[Island], bodies: &[SoftBody], h: f64) {
-        let count = self.entries.len();
-        // Per entry: summed normals, soft velocities, points, and the count.
-        let mut patch = vec![(Vec3::zeros(), Vec3::zeros(), Vec3::zeros(), 0usize); count];
+        let mut patch = std::mem::take(&mut self.patches);
+        patch.clear();
+        patch.resize(
+            self.entries.len(),
+            (Vec3::zeros(), Vec3::zeros(), Vec3::zeros(), 0),
+        );
         for island in islands {
             for contact in &island.contacts {
                 let IslandContact::Obstacle { body, contact } = contact else {
@@ -321,12 +323,13 @@ impl Coupling {
             // The body leaves along -normal at `away` relative to the patch; only what the
             // soft bodies added is cut, never its free motion.
             let away = -(body_at_patch - velocity / count).dot(&normal);
-            let pushed = -(e.response[0] / h + e.impulse / e.mass).dot(&normal);
+            let pushed = -(e.displacement[0] / h + e.impulse / e.mass).dot(&normal);
             let cut = away.min(pushed);
             if cut > 0.0 {
                 e.cut = cut * normal;
             }
         }
+        self.patches = patch;
     }
 
     /// After the velocity phases: every coupled obstacle at its end pose with its final
@@ -345,12 +348,12 @@ impl Coupling {
                 _ => e.next,
             };
             let r = &mut obstacles[k as usize].coupled.response;
-            let linear = e.response[0] / h + e.impulse / e.mass + e.cut;
-            let angular = e.response[1] / h;
+            let linear = e.displacement[0] / h + e.impulse / e.mass + e.cut;
+            let angular = e.displacement[1] / h;
             r.linear_velocity_change += linear;
             r.angular_velocity_change += angular;
             r.impulse += e.mass * linear;
-            r.angular_impulse += e.solve_impulse[1];
+            r.angular_impulse += e.angular_impulse;
             r.contacts = e.contacts;
             r.exact &= e.exact;
         }

@@ -29,9 +29,9 @@ pub(crate) struct IslandRigid {
     /// Where the next held solve holds it (m, rad): after a held solve, the held pose moved
     /// towards the coupled solution by one semi-implicit update ([`Island::rigid_held`]).
     pub next: [Vec3; 2],
-    /// The velocity change times `h` the last solve's forces give (m, rad): the displacement
-    /// after a solve with the body as an unknown, the explicit change after one that held it.
-    pub response: [Vec3; 2],
+    /// The explicit displacement `A_r^-1 f` of the last solve's forces (m, rad), which a held
+    /// body's update ([`Island::rigid_held`]) starts from.
+    explicit: [Vec3; 2],
     /// The last solve's contact and friction forces on it times `h` (N s, N m s about the
     /// centre of mass).
     pub impulse: [Vec3; 2],
@@ -110,7 +110,7 @@ impl Island {
             inverse_inertia_h2_max,
             displacement: warm,
             next: warm,
-            response: [Vec3::zeros(); 2],
+            explicit: [Vec3::zeros(); 2],
             impulse: [Vec3::zeros(); 2],
             contacts: 0,
             exact: true,
@@ -254,7 +254,7 @@ impl Island {
         }
     }
 
-    /// After an MPRGP solve that held them: each body's end pose and response stay the held
+    /// After an MPRGP solve that held them: each body's end pose stays the held
     /// pose the soft bodies were solved against (so they push it no more than they were
     /// pushed), and the next held pose moves towards the coupled solution by one semi-implicit
     /// update with the soft side as springs: `(A_r + K) dd = f - A_r d`, `K = sum k_j J_j' J_j`
@@ -303,12 +303,12 @@ impl Island {
             c.fixed_view_mut::<3, 3>(3, 3)
                 .copy_from(&r.inverse_inertia_h2);
             let step = Vector6::new(
-                r.response[0].x - r.displacement[0].x,
-                r.response[0].y - r.displacement[0].y,
-                r.response[0].z - r.displacement[0].z,
-                r.response[1].x - r.displacement[1].x,
-                r.response[1].y - r.displacement[1].y,
-                r.response[1].z - r.displacement[1].z,
+                r.explicit[0].x - r.displacement[0].x,
+                r.explicit[0].y - r.displacement[0].y,
+                r.explicit[0].z - r.displacement[0].z,
+                r.explicit[1].x - r.displacement[1].x,
+                r.explicit[1].y - r.displacement[1].y,
+                r.explicit[1].z - r.displacement[1].z,
             );
             let dd = (Matrix6::identity() + c * k)
                 .lu()
@@ -318,7 +318,6 @@ impl Island {
                 r.displacement[0] + Vec3::new(dd[0], dd[1], dd[2]),
                 r.displacement[1] + Vec3::new(dd[3], dd[4], dd[5]),
             ];
-            r.response = r.displacement;
         }
         self.rigid_stiffness = stiffness;
     }
@@ -328,7 +327,7 @@ impl Island {
         for r in &mut self.rigid {
             r.displacement = [Vec3::zeros(); 2];
             r.next = [Vec3::zeros(); 2];
-            r.response = [Vec3::zeros(); 2];
+            r.explicit = [Vec3::zeros(); 2];
             r.impulse = [Vec3::zeros(); 2];
             r.contacts = 0;
             r.exact = true;
@@ -348,7 +347,7 @@ impl Island {
             r.impulse = [h * f[0], h * f[1]];
             r.exact = exact;
             // Held: the explicit displacement of the forces, for `rigid_held`'s update.
-            r.response = d;
+            r.explicit = d;
             if exact {
                 r.displacement = d;
                 r.next = d;

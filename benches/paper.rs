@@ -19,7 +19,11 @@
 //! (`PhaseTimings::qp_solve`: MPRGP alone), MPRGP iterations and their CG share, beside the
 //! paper's figures (an Intel E7500 of 2009; the paper's text gives the times in milliseconds,
 //! its table's caption in seconds). The paper runs 200-600 frames; here `STEPS` steps from
-//! first contact (fewer with `--quick`).
+//! first contact (fewer with `--quick`). Beside them, the time of one product with each
+//! scene's Newton matrix on this machine and how many such products the paper's figure read
+//! in milliseconds would allow: 6 to 28, too few for its warm-started power method (up to 40
+//! products, included in its times: section 6.1) and MPRGP's product per iteration, so the
+//! figures are seconds, as the caption says.
 //!
 //! Before them, a table of MPRGP's variants ([`CgChain`], [`ExpansionSafeguard`]: the paper's
 //! Alg. 2 and 3 against the feasible chain and step halving) on one recorded Newton-step QP of
@@ -35,7 +39,7 @@ use bevy_deformable::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSystem};
 use bevy_deformable::sim::qp::mprgp::{
     CgChain, ExpansionSafeguard, Mprgp, MprgpSettings, MprgpStats,
 };
-use bevy_deformable::sim::qp::{ConstraintRow, QpProblem, kkt_residual};
+use bevy_deformable::sim::qp::{ConstraintRow, QpProblem, SpdOperator, kkt_residual};
 use bevy_deformable::sim::{
     Obstacle, Sleeping, SoftMaterial, SoftWorld, Solver, TetMesh, TriangleSurface, Vec3,
     WorldSettings,
@@ -86,6 +90,10 @@ struct SceneResult {
     rows: f64,
     paper_ms: f64,
     paper_cg: f64,
+    /// Median time of one product with the scene's Newton matrix on this machine (ms): the
+    /// scalar CSR matrix's and the Jacobi-scaled block copy's MPRGP iterates with.
+    csr_product_ms: f64,
+    scaled_product_ms: f64,
 }
 
 /// The lattice cage around `surface` whose vertex count is nearest `target` (searched over
@@ -179,6 +187,7 @@ fn scenes() -> Vec<Scene> {
 /// moving towards it at 3 m/s, `steps` steps from the first with contact rows.
 fn run(scene: Scene, steps: usize) -> SceneResult {
     let mesh = Arc::new(scene.mesh);
+    let (csr_product_ms, scaled_product_ms) = product_ms(&mesh, scene.h);
     let (lo, hi) = mesh.rest_bounds();
     let mut world = SoftWorld::new(WorldSettings {
         solver: Solver::NewtonMprgp,
@@ -250,7 +259,62 @@ fn run(scene: Scene, steps: usize) -> SceneResult {
         rows: rows as f64 / n,
         paper_ms: scene.paper_ms,
         paper_cg: scene.paper_cg,
+        csr_product_ms,
+        scaled_product_ms,
     }
+}
+
+/// The fixed-corotated Newton system of `mesh` in `material`, nothing pinned.
+fn corotated_system(mesh: &TetMesh, material: SoftMaterial) -> NewtonSystem {
+    NewtonSystem::new(
+        mesh,
+        NewtonSetup {
+            model: FemModel::FixedCorotated,
+            lame: Lame::of(&material),
+            density: material.density,
+            pinned: &[],
+        },
+    )
+    .expect("valid system")
+}
+
+/// Median times (ms) of one product with `mesh`'s Newton matrix at rest, rubber, time step
+/// `h` (both threads): through the scalar CSR matrix, and the Jacobi-scaled one through its
+/// block copy (MPRGP's product).
+///
+/// The paper's QP times include its power method for `||A||` (section 6.1: warm-started,
+/// "convergent within 40 iterations"), one product each, besides MPRGP's own product per
+/// iteration: `paper_ms / scaled_product_ms` bounds how many products its time would allow on
+/// this machine.
+fn product_ms(mesh: &TetMesh, h: f64) -> (f64, f64) {
+    let mut system = corotated_system(mesh, rubber());
+    system.evaluate_elements(mesh.rest_positions());
+    let diagonal: Vec<f64> = system.masses().iter().map(|m| m / (h * h)).collect();
+    system.assemble_newton_matrix(&diagonal, [], true);
+    let operator = system.operator();
+    let n = operator.len();
+    let x: Vec<Vec3> = (0..n)
+        .map(|i| Vec3::new((i % 7) as f64, 1.0, -((i % 3) as f64)))
+        .collect();
+    let (mut scale, mut tmp, mut out) = (
+        vec![Vec3::zeros(); n],
+        vec![Vec3::zeros(); n],
+        vec![Vec3::zeros(); n],
+    );
+    operator.jacobi_scale(&mut scale);
+    let mut time = |f: &mut dyn FnMut(&mut [Vec3], &mut [Vec3])| {
+        let mut samples: Vec<f64> = (0..21)
+            .map(|_| {
+                let t = Instant::now();
+                f(&mut tmp, &mut out);
+                timing::ms(t.elapsed())
+            })
+            .collect();
+        timing::median(&mut samples)
+    };
+    let csr = time(&mut |_, out| operator.apply(&x, out));
+    let scaled = time(&mut |tmp, out| operator.apply_scaled(&scale, &x, tmp, out));
+    (csr, scaled)
 }
 
 /// One Newton-step QP of the Fig. 12 box landing: the box (of `material`) 1 cm above the
@@ -260,16 +324,7 @@ fn run(scene: Scene, steps: usize) -> SceneResult {
 fn record_newton_qp(material: SoftMaterial) -> (NewtonSystem, Vec<Vec3>, Vec<ConstraintRow>) {
     let h = 0.010;
     let mesh = TetMesh::cuboid(Vec3::new(0.25, 0.25, 0.5), 32);
-    let mut system = NewtonSystem::new(
-        &mesh,
-        NewtonSetup {
-            model: FemModel::FixedCorotated,
-            lame: Lame::of(&material),
-            density: material.density,
-            pinned: &[],
-        },
-    )
-    .expect("valid system");
+    let mut system = corotated_system(&mesh, material);
     let (lo, _) = mesh.rest_bounds();
     let x: Vec<Vec3> = mesh
         .rest_positions()
@@ -415,11 +470,11 @@ fn main() {
         "\nTable 1 of the MPRGP paper with the Newton-MPRGP solver (one Newton iteration per step, rubber 2e5 Pa), means over the steps with contact:"
     );
     println!(
-        "scene                       verts    tets   h (ms)  steps  rows/step  QP ms/step  paper QP ms  MPRGP its  cg/it  paper cg/it  whole step ms"
+        "scene                       verts    tets   h (ms)  steps  rows/step  QP ms/step  paper QP ms  MPRGP its  cg/it  paper cg/it  whole step ms  product ms (CSR / scaled blocks)  products in paper ms"
     );
     for r in &results {
         println!(
-            "{:<26} {:>6} {:>7} {:>8.0} {:>6} {:>10.0} {:>11.2} {:>12.2} {:>10.1} {:>6.3} {:>12.3} {:>14.1}",
+            "{:<26} {:>6} {:>7} {:>8.0} {:>6} {:>10.0} {:>11.2} {:>12.2} {:>10.1} {:>6.3} {:>12.3} {:>14.1}  {:>14.3} / {:<14.3}  {:>20.1}",
             r.name,
             r.vertices,
             r.tets,
@@ -431,7 +486,10 @@ fn main() {
             r.iterations,
             r.cg_share,
             r.paper_cg,
-            r.step_ms
+            r.step_ms,
+            r.csr_product_ms,
+            r.scaled_product_ms,
+            r.paper_ms / r.scaled_product_ms
         );
     }
 
@@ -456,8 +514,8 @@ fn main() {
         .iter()
         .map(|r| {
             format!(
-                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"qp_ms_per_step\": {:.4}, \"paper_qp_ms\": {}, \"cg_share\": {:.4}, \"iterations\": {:.2}}}",
-                r.name, r.vertices, r.tets, r.qp_ms, r.paper_ms, r.cg_share, r.iterations
+                "{{\"name\": \"{}\", \"vertices\": {}, \"tets\": {}, \"qp_ms_per_step\": {:.4}, \"paper_qp_ms\": {}, \"cg_share\": {:.4}, \"iterations\": {:.2}, \"product_ms\": {:.4}, \"products_in_paper_ms\": {:.2}}}",
+                r.name, r.vertices, r.tets, r.qp_ms, r.paper_ms, r.cg_share, r.iterations, r.scaled_product_ms, r.paper_ms / r.scaled_product_ms
             )
         })
         .collect();

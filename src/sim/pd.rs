@@ -656,6 +656,9 @@ impl crate::sim::qp::SpdOperator for PdSystem {
     fn apply_scaled(&self, _scale: &[Vec3], x: &[Vec3], _tmp: &mut [Vec3], out: &mut [Vec3]) {
         self.apply_jacobi_scaled(x, out);
     }
+    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
+        Some(self.matrix.mul_row(x, v))
+    }
 }
 
 impl crate::sim::qp::SpdSolve for PdSystem {

@@ -170,13 +170,22 @@ impl SymmetricMatrix {
     /// Rows `first..first + out.len()` of `L x`, `L` with `values`.
     fn mul_rows(&self, values: &[f64], first: usize, x: &[Vec3], out: &mut [Vec3]) {
         for (r, o) in out.iter_mut().enumerate() {
-            let i = first + r;
-            let mut acc = Vec3::zeros();
-            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
-                acc += values[k] * x[self.col_idx[k] as usize];
-            }
-            *o = acc;
+            *o = self.mul_row_with(values, x, first + r);
         }
+    }
+
+    /// Row `i` of `L x` (as [`SymmetricMatrix::mul_vec3`] forms it).
+    pub fn mul_row(&self, x: &[Vec3], i: usize) -> Vec3 {
+        self.mul_row_with(&self.values, x, i)
+    }
+
+    /// Row `i` of `L x`, `L` with `values`.
+    fn mul_row_with(&self, values: &[f64], x: &[Vec3], i: usize) -> Vec3 {
+        let mut acc = Vec3::zeros();
+        for k in self.row_ptr[i]..self.row_ptr[i + 1] {
+            acc += values[k] * x[self.col_idx[k] as usize];
+        }
+        acc
     }
 
     /// The columns of row `i`'s stored entries, sorted (the diagonal included).
@@ -585,6 +594,10 @@ mod tests {
         m.mul_vec3_with(&values, &x, &mut kept);
         for ((p, k), s) in plain.iter().zip(&kept).zip(&scale) {
             assert!((p * *s - k).norm() < 1e-14 * (1.0 + k.norm()), "{p} vs {k}");
+        }
+        // Single rows are the product's rows, to the bit.
+        for (i, p) in plain.iter().enumerate() {
+            assert_eq!(m.mul_row(&scaled_x, i), *p);
         }
     }
 

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use super::newton::{
     MAX_HALVINGS, NewtonSettings, NewtonStats, NewtonSystem, Potential, sufficient_decrease,
 };
+use super::scaled_blocks::ScaledBlocks;
 use crate::sim::math::Vec3;
 use crate::sim::qp::mprgp::{Mprgp, MprgpSettings};
 use crate::sim::qp::{ConstraintRow, ContactForces, QpError, QpProblem, SpdOperator};
@@ -30,6 +31,8 @@ const PARALLEL_MIN_VERTICES: usize = 256;
 #[derive(Debug, Clone, Copy)]
 pub struct NewtonOperator<'a> {
     matrix: &'a SymmetricMatrix,
+    /// The matrix's Jacobi-scaled block copy, where the owner keeps one: MPRGP's products.
+    scaled: Option<&'a ScaledBlocks>,
 }
 
 impl<'a> NewtonOperator<'a> {
@@ -41,7 +44,38 @@ impl<'a> NewtonOperator<'a> {
     /// If the dimension is not a multiple of 3.
     pub fn new(matrix: &'a SymmetricMatrix) -> Self {
         assert!(matrix.dim().is_multiple_of(3), "a matrix over 3-vectors");
-        Self { matrix }
+        Self {
+            matrix,
+            scaled: None,
+        }
+    }
+
+    /// Row `d` of `H x`. Every block row holds whole 3x3 blocks: its columns come in aligned
+    /// triples, one vertex each.
+    fn row(&self, x: &[Vec3], d: usize) -> Vec3 {
+        Vec3::from_fn(|a, _| {
+            let (cols, values) = self.matrix.row_entries(3 * d + a);
+            cols.chunks_exact(3)
+                .zip(values.chunks_exact(3))
+                .map(|(c, v)| {
+                    let xj = &x[c[0] as usize / 3];
+                    v[0] * xj.x + v[1] * xj.y + v[2] * xj.z
+                })
+                .sum()
+        })
+    }
+
+    /// The same operator whose Jacobi-scaled products ([`SpdOperator::apply_scaled`]) go
+    /// through `scaled`, a copy refreshed from this matrix's current values.
+    ///
+    /// # Panics
+    /// If `scaled` has another number of rows.
+    pub fn with_scaled_copy(self, scaled: &'a ScaledBlocks) -> Self {
+        assert_eq!(3 * scaled.len(), self.matrix.dim(), "a copy of this matrix");
+        Self {
+            scaled: Some(scaled),
+            ..self
+        }
     }
 }
 
@@ -51,30 +85,37 @@ impl SpdOperator for NewtonOperator<'_> {
     }
 
     fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        // Every block row holds whole 3x3 blocks: its columns come in aligned triples, one
-        // vertex each. Rows in parallel; each row's sum is the same either way.
-        let matrix = self.matrix;
+        // Rows in parallel; each row's sum is the same either way.
         out[..self.len()]
             .par_iter_mut()
             .with_min_len(PARALLEL_MIN_VERTICES)
             .enumerate()
-            .for_each(|(d, o)| {
-                *o = Vec3::from_fn(|a, _| {
-                    let (cols, values) = matrix.row_entries(3 * d + a);
-                    cols.chunks_exact(3)
-                        .zip(values.chunks_exact(3))
-                        .map(|(c, v)| {
-                            let xj = &x[c[0] as usize / 3];
-                            v[0] * xj.x + v[1] * xj.y + v[2] * xj.z
-                        })
-                        .sum()
-                });
-            });
+            .for_each(|(d, o)| *o = self.row(x, d));
+    }
+
+    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
+        Some(self.row(x, v))
     }
 
     fn diagonal(&self, out: &mut [Vec3]) {
         for (d, o) in out.iter_mut().enumerate().take(self.len()) {
             *o = Vec3::from_fn(|a, _| self.matrix.diagonal(3 * d + a));
+        }
+    }
+
+    fn jacobi_scale(&self, out: &mut [Vec3]) {
+        match self.scaled {
+            Some(scaled) => out[..self.len()].copy_from_slice(scaled.scale()),
+            None => crate::sim::qp::jacobi_scale_of_diagonal(self, out),
+        }
+    }
+
+    /// With a scaled copy, one pass over it (`scale` is its own scaling, see
+    /// [`SpdOperator::apply_scaled`]); without, the scaling around [`SpdOperator::apply`].
+    fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
+        match self.scaled {
+            Some(scaled) => scaled.apply(x, out),
+            None => crate::sim::qp::scale_around_apply(self, scale, x, tmp, out),
         }
     }
 }
@@ -214,7 +255,7 @@ impl NewtonSystem {
                 *bd = -gd;
             }
             step.iter_mut().for_each(|s| *s = Vec3::zeros());
-            let operator = NewtonOperator::new(self.hessian_matrix());
+            let operator = self.operator();
             let problem = QpProblem {
                 a: &operator,
                 b,
@@ -317,6 +358,10 @@ mod tests {
                 assert!((value - expected).abs() < 1e-9 * (1.0 + expected.abs()));
             }
         }
+        // Single rows are the product's rows, to the bit.
+        for (d, o) in out.iter().enumerate() {
+            assert_eq!(op.product_row(&v, d), Some(*o));
+        }
         let mut diag = vec![Vec3::zeros(); n];
         op.diagonal(&mut diag);
         assert_eq!(diag[3][1], m.get(10, 10));
@@ -376,23 +421,33 @@ mod tests {
             })
             .collect();
         let b: Vec<Vec3> = g.iter().map(|v| -v).collect();
-        let op = NewtonOperator::new(system.hessian_matrix());
-        let mut step = vec![Vec3::zeros(); n];
-        let mut mprgp = Mprgp::new(MprgpSettings {
-            tolerance: 1e-13,
-            max_iterations: 10_000,
-            ..MprgpSettings::default()
-        });
-        mprgp
-            .solve(
-                &QpProblem {
-                    a: &op,
-                    b: &b,
-                    rows: &shifted,
-                },
-                &mut step,
-            )
-            .unwrap();
+        // MPRGP on the scalar matrix (scaled around its products) and on the system's
+        // Jacobi-scaled block copy.
+        let steps: Vec<Vec<Vec3>> = [
+            NewtonOperator::new(system.hessian_matrix()),
+            system.operator(),
+        ]
+        .iter()
+        .map(|op| {
+            let mut step = vec![Vec3::zeros(); n];
+            let mut mprgp = Mprgp::new(MprgpSettings {
+                tolerance: 1e-13,
+                max_iterations: 10_000,
+                ..MprgpSettings::default()
+            });
+            mprgp
+                .solve(
+                    &QpProblem {
+                        a: op,
+                        b: &b,
+                        rows: &shifted,
+                    },
+                    &mut step,
+                )
+                .unwrap();
+            step
+        })
+        .collect();
         // Enumeration with dense KKT systems.
         let h = nalgebra::DMatrix::from_fn(3 * n, 3 * n, |r, c| system.hessian_matrix().get(r, c));
         let rhs_b = nalgebra::DVector::from_fn(3 * n, |r, _| b[r / 3][r % 3]);
@@ -428,12 +483,14 @@ mod tests {
             let dual = (0..m).all(|i| sol[3 * n + i] >= -1e-9);
             if feasible && dual {
                 found += 1;
-                for v in 0..n {
-                    for a in 0..3 {
-                        assert!(
-                            (step[v][a] - d[3 * v + a]).abs() <= 1e-8 * (1.0 + d.norm()),
-                            "active set {active:?}: vertex {v}"
-                        );
+                for step in &steps {
+                    for v in 0..n {
+                        for a in 0..3 {
+                            assert!(
+                                (step[v][a] - d[3 * v + a]).abs() <= 1e-8 * (1.0 + d.norm()),
+                                "active set {active:?}: vertex {v}"
+                            );
+                        }
                     }
                 }
             }

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use super::assembly::HessianPattern;
 use super::element::{evaluate, hessian_of};
 use super::energy::{FemModel, Lame};
+use super::scaled_blocks::ScaledBlocks;
 use crate::sim::math::{Mat3, Vec3};
 use crate::sim::mesh::TetMesh;
 use crate::sim::pd::{PINNED, free_numbering, gradient_rows};
@@ -135,6 +136,8 @@ pub struct NewtonSystem {
     pub(super) dof: Vec<u32>,
     pub(super) free: Vec<u32>,
     pub(super) pattern: HessianPattern,
+    /// The Jacobi-scaled block copy of the last assembled matrix (MPRGP's products).
+    pub(super) scaled: ScaledBlocks,
     pub(super) chol: SparseCholesky,
     pub(super) scratch: SolveScratch,
     /// Per tet: its Hessian blocks, and its energy, gradient and SVD at the positions last
@@ -192,6 +195,7 @@ impl NewtonSystem {
             grads,
             volumes: mesh.rest_volumes().to_vec(),
             masses: mesh.lumped_masses(setup.density),
+            scaled: ScaledBlocks::of_pattern(pattern.matrix()),
             pattern,
             chol,
             scratch: SolveScratch::default(),
@@ -301,6 +305,7 @@ impl NewtonSystem {
             self.diagonal[d] = inertia * self.masses[v as usize];
         }
         self.assemble_cached_hessian_with_diagonal(project);
+        self.scaled.refresh(self.pattern.matrix());
     }
 
     /// The element Hessians at the positions of the last [`NewtonSystem::evaluate_tets`]

@@ -127,6 +127,7 @@ impl NewtonSystem {
                 }
             }
         }
+        self.scaled.refresh(self.pattern.matrix());
         missing
     }
 
@@ -167,7 +168,7 @@ impl NewtonSystem {
 
     /// The Newton matrix last assembled, as an operator on per-vertex 3-vectors.
     pub fn operator(&self) -> NewtonOperator<'_> {
-        NewtonOperator::new(self.pattern.matrix())
+        NewtonOperator::new(self.pattern.matrix()).with_scaled_copy(&self.scaled)
     }
 }
 
@@ -183,6 +184,15 @@ impl crate::sim::qp::SpdOperator for NewtonSystem {
     }
     fn diagonal(&self, out: &mut [Vec3]) {
         self.operator().diagonal(out);
+    }
+    fn jacobi_scale(&self, out: &mut [Vec3]) {
+        self.operator().jacobi_scale(out);
+    }
+    fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
+        self.operator().apply_scaled(scale, x, tmp, out);
+    }
+    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
+        self.operator().product_row(x, v)
     }
 }
 

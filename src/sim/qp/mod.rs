@@ -97,10 +97,7 @@ pub trait SpdOperator: Sync {
     /// (non-finite or zero where a diagonal entry is not positive and finite). The default
     /// computes it from [`SpdOperator::diagonal`]; an operator may keep it.
     fn jacobi_scale(&self, out: &mut [Vec3]) {
-        self.diagonal(out);
-        for s in out.iter_mut() {
-            *s = s.map(|d| 1.0 / d.sqrt());
-        }
+        jacobi_scale_of_diagonal(self, out);
     }
     /// `out = S A S x` with `S = diag(scale)`, where `scale` is `diag(A)^-1/2` as
     /// [`SpdOperator::jacobi_scale`] gives it: the Jacobi-scaled operator MPRGP iterates with.
@@ -108,13 +105,40 @@ pub trait SpdOperator: Sync {
     /// (three passes); an operator that keeps a scaled copy of itself applies that in one,
     /// and may then ignore `scale` (it must be the scaling described).
     fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
-        for ((t, v), s) in tmp.iter_mut().zip(x).zip(scale) {
-            *t = v.component_mul(s);
-        }
-        self.apply(tmp, out);
-        for (o, s) in out.iter_mut().zip(scale) {
-            *o = o.component_mul(s);
-        }
+        scale_around_apply(self, scale, x, tmp, out);
+    }
+    /// Row `v` of `A x` alone, where the operator's storage gives one row cheaply (a sparse
+    /// matrix: the row's entries only), computed exactly as [`SpdOperator::apply`] computes
+    /// that row; `None` (the default) where it cannot. MPRGP forms `d'A d` for vectors `d`
+    /// that are zero off the rows' few unknowns this way instead of by a whole product.
+    fn product_row(&self, _x: &[Vec3], _v: usize) -> Option<Vec3> {
+        None
+    }
+}
+
+/// [`SpdOperator::jacobi_scale`]'s default: `diag(A)^-1/2` from [`SpdOperator::diagonal`].
+pub(crate) fn jacobi_scale_of_diagonal<A: SpdOperator + ?Sized>(a: &A, out: &mut [Vec3]) {
+    a.diagonal(out);
+    for s in out.iter_mut() {
+        *s = s.map(|d| 1.0 / d.sqrt());
+    }
+}
+
+/// [`SpdOperator::apply_scaled`]'s default: `out = S A S x` in three passes around
+/// [`SpdOperator::apply`].
+pub(crate) fn scale_around_apply<A: SpdOperator + ?Sized>(
+    a: &A,
+    scale: &[Vec3],
+    x: &[Vec3],
+    tmp: &mut [Vec3],
+    out: &mut [Vec3],
+) {
+    for ((t, v), s) in tmp.iter_mut().zip(x).zip(scale) {
+        *t = v.component_mul(s);
+    }
+    a.apply(tmp, out);
+    for (o, s) in out.iter_mut().zip(scale) {
+        *o = o.component_mul(s);
     }
 }
 
@@ -337,6 +361,19 @@ impl DenseSpd {
     pub fn matrix(&self) -> &nalgebra::DMatrix<f64> {
         &self.matrix
     }
+
+    /// Row `i` of `A x`.
+    fn row_product(&self, x: &[Vec3], i: usize) -> Vec3 {
+        let n = self.len();
+        Vec3::from_fn(|c, _| {
+            let row = self.matrix.row(3 * i + c);
+            let mut s = 0.0;
+            for (j, xj) in x.iter().enumerate().take(n) {
+                s += row[3 * j] * xj.x + row[3 * j + 1] * xj.y + row[3 * j + 2] * xj.z;
+            }
+            s
+        })
+    }
 }
 
 impl SpdOperator for DenseSpd {
@@ -344,19 +381,12 @@ impl SpdOperator for DenseSpd {
         self.matrix.nrows() / 3
     }
     fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        let n = self.len();
-        for (i, o) in out.iter_mut().enumerate().take(n) {
-            let mut acc = Vec3::zeros();
-            for c in 0..3 {
-                let row = self.matrix.row(3 * i + c);
-                let mut s = 0.0;
-                for (j, xj) in x.iter().enumerate().take(n) {
-                    s += row[3 * j] * xj.x + row[3 * j + 1] * xj.y + row[3 * j + 2] * xj.z;
-                }
-                acc[c] = s;
-            }
-            *o = acc;
+        for (i, o) in out.iter_mut().enumerate().take(self.len()) {
+            *o = self.row_product(x, i);
         }
+    }
+    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
+        Some(self.row_product(x, v))
     }
     fn diagonal(&self, out: &mut [Vec3]) {
         for (i, o) in out.iter_mut().enumerate().take(self.len()) {
@@ -392,6 +422,9 @@ impl SpdOperator for super::sparse::SymmetricMatrix {
         for (i, o) in out.iter_mut().enumerate().take(self.dim()) {
             *o = Vec3::repeat(super::sparse::SymmetricMatrix::diagonal(self, i));
         }
+    }
+    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
+        Some(self.mul_row(x, v))
     }
 }
 

@@ -60,6 +60,15 @@
 //! steps, 107 MPRGP iterations per step, nearly all CG steps; three runs each, binaries
 //! alternated): the QP 26.1-27.3 -> 19.9-20.2 ms per step, the whole step 79.8-84.0 ->
 //! 73.9-75.8 ms; the 39,304-vertex cube's QP (8 steps, one run each) 92.2 -> 73.3 ms.
+//! The Newton matrix keeps such a copy too, as 3x3 blocks
+//! ([`crate::sim::fem::scaled_blocks`]).
+//!
+//! An infeasible step of the monotone chain needs `d'A d` for the projection's correction `d`,
+//! which is zero off the rows' unknowns: it is summed from the product's rows at those
+//! unknowns alone ([`SpdOperator::product_row`]), not from a whole product. Measured with
+//! `cargo bench --bench paper -- --quick` (Newton QPs, where a third to two thirds of the
+//! iterations are such steps), with the Newton matrix's block copy: the Fig. 3 scene's QP
+//! (46,397 vertices, 182 iterations) 954-990 -> 576 ms per step, Fig. 5's (12,095) 76-77 -> 63.
 
 use rayon::prelude::*;
 
@@ -95,7 +104,8 @@ pub enum CgChain {
     /// The paper's Alg. 2 (Dostal's monotone MPRGP): take the infeasible CG step anyway and go
     /// on with the chain while the objective at the iterates' projections, `f(P(y))`, does not
     /// rise; where it would, take the expansion step from the projection of the chain's last
-    /// iterate. Each infeasible step costs one more product with `A` (for `f(P(y))`).
+    /// iterate. Each infeasible step costs `A`'s rows at the rows' unknowns (for `f(P(y))`;
+    /// one whole product with an operator that cannot form single rows).
     #[default]
     Monotone,
 }
@@ -865,7 +875,8 @@ impl Mprgp {
     /// `f(P(y))` for the trial CG iterate `y = z - alpha p`, and whether `y` is feasible, from
     /// `f(z)`, `g'p` and `p'A~p`: `f(y) = f(z) - alpha g'p + alpha^2 p'A~p / 2`, and with
     /// `d = P(y) - y` (nonzero only at the rows' unknowns) and `g(y) = g - alpha A~p`,
-    /// `f(P(y)) = f(y) + g(y)'d + d'A~d / 2`: one product with `A` where `y` is infeasible.
+    /// `f(P(y)) = f(y) + g(y)'d + d'A~d / 2`: `A`'s rows at the rows' unknowns where `y` is
+    /// infeasible ([`SpdOperator::product_row`]).
     fn projected_trial_objective<A: SpdOperator + ?Sized>(
         &mut self,
         a: &A,
@@ -894,13 +905,30 @@ impl Mprgp {
         if feasible {
             return (f_y, true);
         }
-        a.apply(&self.chain_d, &mut self.chain_ad);
+        // `d'A~d = (S d)' A (S d)` with `S d` in `chain_d`, zero off the rows' unknowns: their
+        // rows of the product alone where the operator forms single rows, else one product.
         let mut quadratic = 0.0;
+        let mut by_rows = true;
         for &v in &self.touched {
             let v = v as usize;
-            // `d'A~d = (S d)' A (S d)` with `S d` in `chain_d`.
-            quadratic += self.chain_d[v].dot(&self.chain_ad[v]);
-            self.chain_d[v] = Vec3::zeros();
+            match a.product_row(&self.chain_d, v) {
+                Some(row) => quadratic += self.chain_d[v].dot(&row),
+                None => {
+                    by_rows = false;
+                    break;
+                }
+            }
+        }
+        if !by_rows {
+            a.apply(&self.chain_d, &mut self.chain_ad);
+            quadratic = self
+                .touched
+                .iter()
+                .map(|&v| self.chain_d[v as usize].dot(&self.chain_ad[v as usize]))
+                .sum();
+        }
+        for &v in &self.touched {
+            self.chain_d[v as usize] = Vec3::zeros();
         }
         (f_y + linear + 0.5 * quadratic, false)
     }
@@ -1162,11 +1190,11 @@ mod tests {
         }
     }
 
-    /// A PD system's operator without its kept scaling: MPRGP scales around its plain product
-    /// (the trait's defaults).
-    struct Unscaled<'a>(&'a crate::sim::pd::PdSystem);
+    /// An operator with only its product and diagonal: MPRGP then uses the trait's defaults
+    /// (it scales around the plain product, and forms `d'A d` by whole products).
+    struct PlainProducts<'a, A>(&'a A);
 
-    impl SpdOperator for Unscaled<'_> {
+    impl<A: SpdOperator> SpdOperator for PlainProducts<'_, A> {
         fn len(&self) -> usize {
             self.0.len()
         }
@@ -1272,7 +1300,7 @@ mod tests {
         Mprgp::new(settings)
             .solve(
                 &QpProblem {
-                    a: &Unscaled(&pd),
+                    a: &PlainProducts(&pd),
                     b: &b,
                     rows: &rows,
                 },
@@ -1490,5 +1518,42 @@ mod tests {
             expansions_monotone < expansions_feasible,
             "expansions: monotone {expansions_monotone}, feasible {expansions_feasible}"
         );
+    }
+
+    /// The monotone chain's infeasible steps measure `d'A d` through the rows' unknowns'
+    /// rows of the product: the same iterates, to the bit, as through whole products.
+    #[test]
+    fn infeasible_steps_by_rows_match_whole_products() {
+        let mut infeasible = 0;
+        for seed in 0..40u64 {
+            let (a, b, rows) = random_qp(seed + 900, 12, 6);
+            let solve = |op: &dyn SpdOperator| {
+                let mut x = vec![Vec3::zeros(); 12];
+                let stats = Mprgp::new(MprgpSettings {
+                    tolerance: 1e-10,
+                    max_iterations: 2000,
+                    chain: CgChain::Monotone,
+                    ..MprgpSettings::default()
+                })
+                .solve(
+                    &QpProblem {
+                        a: op,
+                        b: &b,
+                        rows: &rows,
+                    },
+                    &mut x,
+                )
+                .unwrap();
+                (stats, x)
+            };
+            let (by_rows, x_rows) = solve(&a);
+            let (whole, x_whole) = solve(&PlainProducts(&a));
+            assert_eq!(by_rows, whole, "seed {seed}");
+            let bits =
+                |x: &[Vec3]| -> Vec<u64> { x.iter().flatten().map(|c| c.to_bits()).collect() };
+            assert_eq!(bits(&x_rows), bits(&x_whole), "seed {seed}");
+            infeasible += by_rows.infeasible_cg_steps;
+        }
+        assert!(infeasible > 0, "no infeasible CG step in 40 QPs");
     }
 }

@@ -496,6 +496,14 @@ impl SpdOperator for IslandMatrix<'_> {
             }
         }
     }
+    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
+        let (matrix, o, n) = self.blocks().find(|&(_, o, n)| (o..o + n).contains(&v))?;
+        let x = &x[o..o + n];
+        match matrix {
+            MemberMatrix::Pd(pd) => Some(pd.matrix().mul_row(x, v - o)),
+            MemberMatrix::Newton(m) => m.product_row(x, v - o),
+        }
+    }
     fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
         for (matrix, o, n) in self.blocks() {
             let (x, out) = (&x[o..o + n], &mut out[o..o + n]);

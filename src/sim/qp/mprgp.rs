@@ -67,8 +67,9 @@
 //! which is zero off the rows' unknowns: it is summed from the product's rows at those
 //! unknowns alone ([`SpdOperator::product_row`]), not from a whole product. Measured with
 //! `cargo bench --bench paper -- --quick` (Newton QPs, where a third to two thirds of the
-//! iterations are such steps), with the Newton matrix's block copy: the Fig. 3 scene's QP
-//! (46,397 vertices, 182 iterations) 954-990 -> 576 ms per step, Fig. 5's (12,095) 76-77 -> 63.
+//! iterations are such steps; one run each, same session): the Fig. 3 scene's QP (46,397
+//! vertices, 182 iterations) 954 ms per step before, 990 with the Newton matrix's block copy
+//! alone, 576 with both; Fig. 5's (12,095 vertices) 77, 76, 63.
 
 use rayon::prelude::*;
 

@@ -470,7 +470,7 @@ fn main() {
         "\nTable 1 of the MPRGP paper with the Newton-MPRGP solver (one Newton iteration per step, rubber 2e5 Pa), means over the steps with contact:"
     );
     println!(
-        "scene                       verts    tets   h (ms)  steps  rows/step  QP ms/step  paper QP ms  MPRGP its  cg/it  paper cg/it  whole step ms  product ms (CSR / scaled blocks)  products in paper ms"
+        "scene                       verts    tets   h (ms)  steps  rows/step  QP ms/step  paper t (s)  MPRGP its  cg/it  paper cg/it  whole step ms  product ms (CSR / scaled blocks)  products in paper ms"
     );
     for r in &results {
         println!(

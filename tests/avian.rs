@@ -13,6 +13,11 @@ use bevy_deformable::prelude::*;
 use bevy_deformable::sim;
 
 fn app() -> App {
+    headless_app(|_| {})
+}
+
+/// A headless app with both engines' plugins, `configure` run on it before the first update.
+fn headless_app(configure: impl FnOnce(&mut App)) -> App {
     let mut app = App::new();
     app.add_plugins((
         MinimalPlugins,
@@ -23,6 +28,7 @@ fn app() -> App {
         DeformablePlugin::default(),
         DeformableAvianPlugin::default(),
     ));
+    configure(&mut app);
     app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
     // What `App::run` does before the first update: avian registers resources in `finish`.
     app.finish();
@@ -294,26 +300,13 @@ fn spawn_floor(app: &mut App) {
 
 /// The coupled scenes' app: gravity for both engines.
 fn coupled_app(gravity: Vec3) -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        AssetPlugin::default(),
-        MeshPlugin,
-        TransformPlugin,
-        PhysicsPlugins::default(),
-        DeformablePlugin::default(),
-        DeformableAvianPlugin::default(),
-    ));
-    app.insert_resource(Gravity(gravity));
-    app.insert_resource(DeformableConfig {
-        gravity,
-        ..default()
-    });
-    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
-    app.finish();
-    app.cleanup();
-    app.update();
-    app
+    headless_app(|app| {
+        app.insert_resource(Gravity(gravity));
+        app.insert_resource(DeformableConfig {
+            gravity,
+            ..default()
+        });
+    })
 }
 
 fn soft_momentum(app: &App, body: Entity) -> Vec3 {

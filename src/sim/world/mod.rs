@@ -523,7 +523,7 @@ impl SoftWorld {
         match self.body_ids.remove(h.0) {
             Some(i) => {
                 self.bodies.remove(i);
-                self.state.forget_friction();
+                self.state.forget_contact_forces();
                 self.disturb_all();
                 true
             }
@@ -554,8 +554,8 @@ impl SoftWorld {
         match self.obstacle_ids.remove(h.0) {
             Some(i) => {
                 self.obstacles.remove(i);
-                // The friction memory and the wake pass's record are keyed by obstacle index.
-                self.state.forget_friction();
+                // The contact memory and the wake pass's record are keyed by obstacle index.
+                self.state.forget_contact_forces();
                 self.state.sleep.forget_obstacles();
                 self.disturb_all();
                 true

@@ -46,24 +46,34 @@ pub(super) struct FrictionGroup {
 /// local friction part to carry over.
 const CARRY_NORMAL_COS: f64 = 0.9;
 
-/// The friction a step ends with, for the next step to start from.
+/// The contact forces a step ends with, for the next step to start from: its friction and
+/// the normal forces of its contacts.
 #[derive(Debug, Default)]
-pub(crate) struct FrictionMemory {
+pub(crate) struct ContactMemory {
     /// Per friction group (keyed as [`FrictionGroup::key`]): its total force (N).
     groups: Vec<((u32, u32), Vec3)>,
     /// Per contact that carried friction, sorted by key: its local part (N; see
     /// [`Island::update_friction`]) and its normal.
     locals: Vec<(ContactKey, Vec3, Vec3)>,
+    /// Per contact that pushed, sorted by key: its normal force `lambda` (N) and its normal.
+    normal_forces: Vec<(ContactKey, f64, Vec3)>,
 }
 
-impl FrictionMemory {
+impl ContactMemory {
     /// Forgets everything (body indices changed, or a new step's memory begins).
     pub fn clear(&mut self) {
         self.groups.clear();
         self.locals.clear();
+        self.normal_forces.clear();
     }
 
-    /// Adds the friction `island` ends its step with.
+    /// Forgets the normal forces alone (a test's cold start of the contact QPs).
+    #[cfg(test)]
+    pub fn forget_normal_forces(&mut self) {
+        self.normal_forces.clear();
+    }
+
+    /// Adds the friction and normal forces `island` ends its step with.
     pub fn remember(&mut self, island: &Island) {
         self.groups.extend(
             island
@@ -73,9 +83,13 @@ impl FrictionMemory {
                 .map(|g| island.group_force[g.force]),
         );
         for (i, contact) in island.contacts.iter().enumerate() {
-            let carrying = island.mu[i] * island.lambda[i] > 0.0;
-            if let (true, Some(key)) = (carrying, contact.key()) {
+            let Some(key) = contact.key() else { continue };
+            let lambda = island.lambda[i];
+            if island.mu[i] * lambda > 0.0 {
                 self.locals.push((key, island.local[i], contact.normal()));
+            }
+            if lambda > 0.0 {
+                self.normal_forces.push((key, lambda, contact.normal()));
             }
         }
     }
@@ -83,6 +97,7 @@ impl FrictionMemory {
     /// Sorts what was remembered for lookup; call once every island is in.
     pub fn finish(&mut self) {
         self.locals.sort_unstable_by_key(|(key, _, _)| *key);
+        self.normal_forces.sort_unstable_by_key(|(key, _, _)| *key);
     }
 
     /// The local part contact `key` ended the last step with, if it carried friction then and
@@ -92,6 +107,17 @@ impl FrictionMemory {
         let at = self.locals.binary_search_by_key(key, |(k, _, _)| *k).ok()?;
         let (_, local, n) = self.locals[at];
         (n.dot(normal) > CARRY_NORMAL_COS).then_some(local)
+    }
+
+    /// The normal force (N) contact `key` ended the last step with, if it pushed then and its
+    /// normal then was within 25 degrees of `normal`.
+    pub(super) fn normal_force(&self, key: &ContactKey, normal: &Vec3) -> Option<f64> {
+        let at = self
+            .normal_forces
+            .binary_search_by_key(key, |(k, _, _)| *k)
+            .ok()?;
+        let (_, lambda, n) = self.normal_forces[at];
+        (n.dot(normal) > CARRY_NORMAL_COS).then_some(lambda)
     }
 }
 
@@ -150,7 +176,7 @@ impl Island {
     /// that drop and the force's rebuild over the step's iterations did positive work every
     /// step: the energy audit measured +1 to +3 J per 0.5 s from friction on a 0.5 m cube at
     /// E = 1e4 Pa resting on the floor, which walked 17 cm along its diagonal.
-    pub(super) fn remember_friction(&mut self, bodies: &[SoftBody], memory: &FrictionMemory) {
+    pub(super) fn remember_friction(&mut self, bodies: &[SoftBody], memory: &ContactMemory) {
         self.group_force.clear();
         self.group_force.extend(
             memory
@@ -574,37 +600,34 @@ mod tests {
     }
 
     #[test]
-    fn remembered_local_parts_are_found_by_key_while_the_normal_holds() {
-        let mut memory = FrictionMemory::default();
+    fn remembered_forces_are_found_by_key_while_the_normal_holds() {
+        let mut memory = ContactMemory::default();
         let f = |x: f64| Vec3::new(x, 0.0, 0.0);
         memory.locals.extend([
             ([1, 0, 7, 2], f(3.0), Vec3::y()),
             ([0, 1, 4, 0], f(1.0), Vec3::y()),
             ([0, 0, 9, 0], f(2.0), Vec3::y()),
         ]);
+        memory.normal_forces.extend([
+            ([1, 0, 7, 2], 30.0, Vec3::y()),
+            ([0, 1, 4, 0], 10.0, Vec3::y()),
+            ([0, 0, 9, 0], 20.0, Vec3::y()),
+        ]);
         memory.finish();
         assert_eq!(memory.local(&[0, 1, 4, 0], &Vec3::y()), Some(f(1.0)));
         assert_eq!(memory.local(&[0, 0, 9, 0], &Vec3::y()), Some(f(2.0)));
         assert_eq!(memory.local(&[1, 0, 7, 2], &Vec3::y()), Some(f(3.0)));
+        assert_eq!(memory.normal_force(&[0, 1, 4, 0], &Vec3::y()), Some(10.0));
+        assert_eq!(memory.normal_force(&[0, 0, 9, 0], &Vec3::y()), Some(20.0));
+        assert_eq!(memory.normal_force(&[1, 0, 7, 2], &Vec3::y()), Some(30.0));
         // Another contact, or the same one turned by 30 degrees, starts afresh.
         assert_eq!(memory.local(&[0, 1, 4, 1], &Vec3::y()), None);
+        assert_eq!(memory.normal_force(&[0, 1, 4, 1], &Vec3::y()), None);
         let turned = Vec3::new(0.5, 0.75f64.sqrt(), 0.0);
         assert_eq!(memory.local(&[0, 1, 4, 0], &turned), None);
+        assert_eq!(memory.normal_force(&[0, 1, 4, 0], &turned), None);
         memory.clear();
         assert_eq!(memory.local(&[0, 1, 4, 0], &Vec3::y()), None);
-    }
-
-    #[test]
-    fn local_parts_are_clipped_symmetrically_around_the_share() {
-        // A share at 90 % of the limit: a local part along it and one against it of the same
-        // size move the force by the same amount, so zero-sum local parts keep the group's
-        // total (clipping the sum would keep only the one against the share).
-        let n = Vec3::y();
-        let share = Vec3::new(0.9, 0.0, 0.0);
-        for model in [FrictionModel::Cone, FrictionModel::Pyramid] {
-            let along = combine(share, Vec3::new(0.5, 0.0, 0.0), &n, 1.0, model);
-            let against = combine(share, Vec3::new(-0.5, 0.0, 0.0), &n, 1.0, model);
-            assert!((along + against - 2.0 * share).norm() < 1e-12, "{model:?}");
-        }
+        assert_eq!(memory.normal_force(&[0, 1, 4, 0], &Vec3::y()), None);
     }
 }

@@ -68,7 +68,7 @@ pub use respond::ContactPoint;
 use super::audit::{EnergyAudit, gravitational, kinetic};
 use super::body::SoftBody;
 use super::coupling::{Coupling, NOT_COUPLED};
-use super::island::{FrictionMemory, Island, IslandContact, Layout, NO_ISLAND};
+use super::island::{ContactMemory, Island, IslandContact, Layout, NO_ISLAND};
 use super::report::{BodyStepStats, FreezeReason};
 use super::sleeping::{SleepState, fall_asleep, wake_touched};
 use super::{Solver, WorldSettings};
@@ -114,17 +114,24 @@ pub(crate) struct StepState {
     /// links to the others.
     coupled_first: Vec<u32>,
     coupled_links: Vec<(u32, u32)>,
-    /// The friction the last step ended with (per group and per contact), to start the next
-    /// step's from.
-    friction_memory: FrictionMemory,
+    /// The contact forces the last step ended with (friction per group and per contact,
+    /// normal forces per contact), to start the next step's from.
+    contact_memory: ContactMemory,
     /// What the wake pass keeps between steps.
     pub sleep: SleepState,
 }
 
 impl StepState {
-    /// Forgets the friction of the last step (body or obstacle indices changed).
-    pub fn forget_friction(&mut self) {
-        self.friction_memory.clear();
+    /// Forgets the contact forces of the last step (body or obstacle indices changed).
+    pub fn forget_contact_forces(&mut self) {
+        self.contact_memory.clear();
+    }
+
+    /// Forgets the normal forces of the last step, not its friction (a test's cold start of
+    /// the contact QPs).
+    #[cfg(test)]
+    pub fn forget_normal_forces(&mut self) {
+        self.contact_memory.forget_normal_forces();
     }
 
     /// The last velocity LCP.
@@ -673,7 +680,12 @@ fn form_islands(
             obstacles,
             soft,
             edges,
-            &st.friction_memory,
+            &st.contact_memory,
+            Layout {
+                island_of: &st.island_of,
+                offset_of: &st.offset_of,
+            },
+            id as u32,
             settings,
             &st.coupling,
             h,
@@ -695,7 +707,7 @@ fn iterate(
         island_of,
         offset_of,
         failures,
-        friction_memory,
+        contact_memory,
         coupling,
         ..
     } = st;
@@ -734,6 +746,9 @@ fn iterate(
         for island in islands.iter_mut() {
             if island.active() {
                 island.check_convergence(bodies, settings);
+                if island.done == 0 {
+                    island.apply_carried_forces(bodies);
+                }
             }
         }
         if settings.solver == Solver::NewtonMprgp {
@@ -857,9 +872,10 @@ fn iterate(
             });
         }
     }
-    // Friction to start the next step from: per vertex, and per group (none from an island
-    // whose QP failed: its bodies freeze, and its forces may not be finite).
-    friction_memory.clear();
+    // Friction and normal forces to start the next step from: per vertex, per group and per
+    // contact (none from an island whose QP failed: its bodies freeze, and its forces may not
+    // be finite).
+    contact_memory.clear();
     for (island, failure) in islands.iter().zip(failures.iter()) {
         if failure.is_some() {
             for &b in &island.members {
@@ -867,7 +883,7 @@ fn iterate(
             }
             continue;
         }
-        friction_memory.remember(island);
+        contact_memory.remember(island);
         for &b in &island.members {
             let o = offset_of[b as usize] as usize;
             let body = &mut bodies[b as usize];
@@ -889,7 +905,7 @@ fn iterate(
                 .extend_from_slice(&island.friction_force()[o..o + n]);
         }
     }
-    friction_memory.finish();
+    contact_memory.finish();
     // Statistics: per-body counts; the island's QP figures on its first member.
     for island in islands.iter() {
         for (k, &b) in island.members.iter().enumerate() {

@@ -650,8 +650,8 @@ impl Island {
     /// response and a column lookup per row and force.
     ///
     /// Measured (`cargo bench --bench solver`, MPRGP iterations per step, median): cube_10k
-    /// 134 -> 129, cube_40k 159 -> 139; a step of a 343-vertex cube half a second after its
-    /// landing 22 -> 13 (test). Starting every QP from the unconstrained solution instead of
+    /// 134 -> 129, cube_40k 159 -> 139; a step of a 343-vertex cube a third of a second
+    /// after its landing 22 -> 13 (test). Starting every QP from the unconstrained solution instead of
     /// the better of it and the last iterate was tried with it: 107 and 174, and in `cargo
     /// bench --bench pile`, its crossing sampled every third step, a mean of 7.3 mm against
     /// 5.6 mm before and 4.5 mm with the carried forces alone; not kept.

@@ -619,14 +619,14 @@ impl Island {
         id: u32,
     ) {
         for (i, contact) in self.contacts.iter().enumerate() {
+            let normal = contact.normal();
             let Some(lambda) = contact
                 .key()
-                .and_then(|key| memory.normal_force(&key, &contact.normal()))
+                .and_then(|key| memory.normal_force(&key, &normal))
             else {
                 continue;
             };
             self.lambda[i] = lambda;
-            let normal = contact.normal();
             let (terms, count) = contact.terms(bodies);
             for &(body, vertex, weight) in &terms[..count] {
                 if let Some(u) = layout.unknown(id, bodies, body as usize, vertex as usize) {

@@ -5,9 +5,13 @@
 //! alone: the example's figure adds the renderer's share of the two cores.
 //!
 //! `cargo bench --bench pile` prints the mean step, its phases, the PD iterations and residual,
-//! and the deepest crossing between bodies (a surface vertex inside another body, measured
-//! every 23 steps outside the timings: the accuracy side of a change to the contacts), and
-//! writes `target/bench/pile.json`. The scene's numbers are the example's (`examples/pile.rs`); keep
+//! and how deep bodies cross (the deepest surface vertex inside another body, sampled every
+//! third step outside the timings: the accuracy side of a change to the contacts) as the mean,
+//! 90th percentile and largest of the 77 samples, and writes `target/bench/pile.json`. The pour
+//! is chaotic, so a change to the contacts moves the crossing of any one step by chance: the
+//! mean and percentile are the steadier yardstick (the largest of 10 samples every 23 steps, the
+//! bench's figure before, went from 20 to 31 mm in one session with a change that moved the
+//! mean from 5.6 to 7.3 mm). The scene's numbers are the example's (`examples/pile.rs`); keep
 //! them in step when either changes.
 
 use std::sync::Arc;
@@ -29,7 +33,7 @@ const STEPS: usize = 240;
 /// Steps before the measured ones (the example measures frames 11 on).
 const SKIPPED: usize = 10;
 /// Measured steps between two measures of the deepest crossing (outside the timings).
-const DEPTH_EVERY: usize = 23;
+const DEPTH_EVERY: usize = 3;
 
 /// The bucket (four box walls around a 1.2 m square, friction 0.3), the floor, and twenty
 /// bodies in five layers: cubes and balls of 0.1-0.17 m half size, `E` 100-300 kPa.
@@ -112,7 +116,7 @@ fn main() {
     let (mut wall, mut local, mut global, mut qp, mut detect) = (0.0, 0.0, 0.0, 0.0, 0.0);
     let (mut pd, mut log_residual, mut largest_island) = (0.0, 0.0, 0usize);
     // Deepest surface vertex inside another body (m), every `DEPTH_EVERY` measured steps.
-    let mut deepest = 0.0f64;
+    let mut crossings = Vec::with_capacity((STEPS - SKIPPED).div_ceil(DEPTH_EVERY));
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let started = Instant::now();
     for step in 0..STEPS {
@@ -130,10 +134,14 @@ fn main() {
         log_residual += report.pd_residual.max(1e-300).ln();
         largest_island = largest_island.max(report.largest_island);
         if (step - SKIPPED).is_multiple_of(DEPTH_EVERY) {
-            deepest = deepest.max(deepest_crossing(&world));
+            crossings.push(deepest_crossing(&world));
         }
     }
     let n = (STEPS - SKIPPED) as f64;
+    crossings.sort_by(f64::total_cmp);
+    let crossing_mean = crossings.iter().sum::<f64>() / crossings.len() as f64;
+    let crossing_p90 = crossings[crossings.len() * 9 / 10];
+    let deepest = crossings.last().copied().unwrap_or(0.0);
     let residual = (log_residual / n).exp();
     // Per column: its JSON key and the mean per measured step.
     let columns = [
@@ -151,24 +159,27 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "| ms/step | local | global | contact QP | detect | PD its/step | residual (geomean) | deepest crossing (mm) | largest island |"
+        "| ms/step | local | global | contact QP | detect | PD its/step | residual (geomean) | crossing mean / p90 / max (mm) | largest island |"
     );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let cells: Vec<String> = columns.iter().map(|(_, v)| format!("{v:.2}")).collect();
     println!(
-        "| {} | {residual:.2e} | {:.2} | {largest_island} |",
+        "| {} | {residual:.2e} | {:.2} / {:.2} / {:.2} | {largest_island} |",
         cells.join(" | "),
+        crossing_mean * 1e3,
+        crossing_p90 * 1e3,
         deepest * 1e3
     );
     println!(
-        "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration; the crossing is the deepest vertex inside another body, every {DEPTH_EVERY} steps)"
+        "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration; the crossing is the deepest vertex inside another body, sampled every {DEPTH_EVERY} steps: {} samples)",
+        crossings.len()
     );
     let fields: Vec<String> = columns
         .iter()
         .map(|(key, v)| format!("\"{key}\": {v:.4}"))
         .collect();
     let json = format!(
-        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"largest_island\": {largest_island}}}\n",
+        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}}}\n",
         fields.join(", ")
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");

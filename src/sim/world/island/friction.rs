@@ -630,4 +630,18 @@ mod tests {
         assert_eq!(memory.local(&[0, 1, 4, 0], &Vec3::y()), None);
         assert_eq!(memory.normal_force(&[0, 1, 4, 0], &Vec3::y()), None);
     }
+
+    #[test]
+    fn local_parts_are_clipped_symmetrically_around_the_share() {
+        // A share at 90 % of the limit: a local part along it and one against it of the same
+        // size move the force by the same amount, so zero-sum local parts keep the group's
+        // total (clipping the sum would keep only the one against the share).
+        let n = Vec3::y();
+        let share = Vec3::new(0.9, 0.0, 0.0);
+        for model in [FrictionModel::Cone, FrictionModel::Pyramid] {
+            let along = combine(share, Vec3::new(0.5, 0.0, 0.0), &n, 1.0, model);
+            let against = combine(share, Vec3::new(-0.5, 0.0, 0.0), &n, 1.0, model);
+            assert!((along + against - 2.0 * share).norm() < 1e-12, "{model:?}");
+        }
+    }
 }

@@ -513,13 +513,8 @@ fn ball_onto_pinned_slab(speed: f64) -> (f64, f64) {
     let mut lowest_centre = f64::INFINITY;
     for _ in 0..120 {
         world.step(DT).unwrap();
-        let lowest = world
-            .positions(slab)
-            .unwrap()
-            .iter()
-            .map(|p| p.y)
-            .fold(f64::INFINITY, f64::min);
-        lowest_centre = lowest_centre.min(centroid(world.positions(ball).unwrap()).y - lowest);
+        let centre = centroid(world.positions(ball).unwrap()).y;
+        lowest_centre = lowest_centre.min(centre - bottom(&world, slab));
     }
     (penetration(&world, ball, slab), lowest_centre)
 }

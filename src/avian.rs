@@ -479,7 +479,7 @@ fn push_back_bodies(
         Has<Sleeping>,
         Option<&SleepThreshold>,
     )>,
-    mut done: Local<Vec<Entity>>,
+    mut done: Local<HashSet<Entity>>,
 ) {
     let dt = time.delta_secs();
     done.clear();
@@ -488,10 +488,9 @@ fn push_back_bodies(
         if impulse.contacts == 0 && impulse.linear_velocity_change == Vec3::ZERO {
             continue;
         }
-        if done.contains(&body) {
+        if !done.insert(body) {
             continue;
         }
-        done.push(body);
         let Ok((mut v, mut w, sleeping, threshold)) = bodies.get_mut(body) else {
             continue;
         };

@@ -314,6 +314,13 @@ fn despawning_a_body_leaves_the_others_stepping() {
     for _ in 0..10 {
         app.update();
     }
+    let handle = |app: &App, e: Entity| app.world().get::<DeformableHandle>(e).unwrap().handle();
+    let (ha, hb) = (handle(&app, a), handle(&app, b));
+    let entity_of = |app: &App, h| app.world().resource::<DeformableWorld>().entity_of(h);
+    assert_eq!(
+        (entity_of(&app, ha), entity_of(&app, hb)),
+        (Some(a), Some(b))
+    );
     app.world_mut().despawn(a);
     let before = lowest(&positions(&app, b));
     for _ in 0..10 {
@@ -325,6 +332,8 @@ fn despawning_a_body_leaves_the_others_stepping() {
             .positions(a)
             .is_none()
     );
+    // The handle maps forget the despawned body and keep the other.
+    assert_eq!((entity_of(&app, ha), entity_of(&app, hb)), (None, Some(b)));
     assert!(lowest(&positions(&app, b)) < before - 0.05);
 }
 

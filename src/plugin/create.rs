@@ -228,6 +228,7 @@ pub(super) fn create_bodies(
                 state.render_points = points;
                 state.spawn_rotation = transform.rotation;
                 world.body_of.insert(entity, h);
+                world.entity_of_body.insert(h, entity);
             }
             Err(e) => {
                 warn!("deformable body {entity} not created: {e}");

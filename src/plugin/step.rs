@@ -62,21 +62,32 @@ pub(super) fn step_world(
     });
     diagnostics.add_measurement(&diagnostics::LCP_RESIDUAL, || report.lcp.residual);
     let world = &mut *world;
-    for (entity, mut state) in &mut bodies {
-        let Some(h) = state.handle else { continue };
-        if let Some((_, reason)) = report.frozen.iter().find(|(fh, _)| *fh == h) {
+    // The step's events, each to its body's entity by the handle map (a scan of the events per
+    // body would cost bodies x events when many bodies freeze, wake or sleep at once).
+    for (h, reason) in &report.frozen {
+        let Some(entity) = world.entity_of(*h) else {
+            continue;
+        };
+        if let Ok((_, mut state)) = bodies.get_mut(entity) {
             state.frozen = Some(reason.clone());
-            frozen_messages.write(BodyFrozen {
-                entity,
-                reason: reason.clone(),
-            });
         }
-        if report.woke.contains(&h) {
+        frozen_messages.write(BodyFrozen {
+            entity,
+            reason: reason.clone(),
+        });
+    }
+    for &h in &report.woke {
+        if let Some(entity) = world.entity_of(h) {
             woke.write(BodyWoke { entity });
         }
-        if report.slept.contains(&h) {
+    }
+    for &h in &report.slept {
+        if let Some(entity) = world.entity_of(h) {
             slept.write(BodySlept { entity });
         }
+    }
+    for (entity, mut state) in &mut bodies {
+        let Some(h) = state.handle else { continue };
         state.asleep = world.world.is_asleep(h).unwrap_or(false);
         // Contact messages: compare this step's touching obstacles with the last step's.
         world.scratch.clear();

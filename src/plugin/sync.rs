@@ -33,6 +33,7 @@ pub(super) fn remove_bodies(
 ) {
     for entity in removed.read() {
         if let Some(h) = world.body_of.remove(&entity) {
+            world.entity_of_body.remove(&h);
             world.world.remove_body(h);
         }
         world.contacts.remove(&entity);

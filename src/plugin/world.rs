@@ -12,6 +12,8 @@ use crate::sim::{self, BodyHandle, ObstacleHandle, SoftWorld};
 pub struct DeformableWorld {
     pub(super) world: SoftWorld,
     pub(super) body_of: HashMap<Entity, BodyHandle>,
+    /// The inverse of `body_of`.
+    pub(super) entity_of_body: HashMap<BodyHandle, Entity>,
     pub(super) obstacle_of: HashMap<Entity, ObstacleHandle>,
     pub(super) entity_of_obstacle: HashMap<ObstacleHandle, Entity>,
     pub(super) contacts: HashMap<Entity, Vec<Entity>>,
@@ -39,9 +41,7 @@ impl DeformableWorld {
 
     /// The entity of a simulation body.
     pub fn entity_of(&self, h: BodyHandle) -> Option<Entity> {
-        self.body_of
-            .iter()
-            .find_map(|(&e, &b)| (b == h).then_some(e))
+        self.entity_of_body.get(&h).copied()
     }
 
     /// The simulation world, for the plugin's own edits (grab, reset, pins).

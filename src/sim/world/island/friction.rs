@@ -1,6 +1,8 @@
 //! Coulomb friction inside the implicit step: the projected update of every contact's friction
 //! force after each constrained global step.
 
+use std::collections::hash_map::Entry;
+
 use super::rigid::NO_RIGID;
 use super::{ContactKey, Island, IslandContact, Layout};
 use crate::sim::contact::lcp::tangents;
@@ -357,6 +359,7 @@ impl Island {
             .iter_mut()
             .for_each(|f| *f = Vec3::zeros());
         self.groups.clear();
+        self.group_of.clear();
         self.slips.clear();
         // Pass 1: each contact's slip, compliance and group (the pair of bodies, or the body and
         // the obstacle, it connects; `sign` orients a soft contact within its pair).
@@ -403,9 +406,10 @@ impl Island {
             let n = contact.normal();
             let slip = moved - n * n.dot(&moved);
             let active = limit > 0.0 && compliance > 0.0;
-            let group = match self.groups.iter().position(|g| g.key == key) {
-                Some(g) => g,
-                None => {
+            let group = match self.group_of.entry(key) {
+                Entry::Occupied(at) => *at.get() as usize,
+                Entry::Vacant(at) => {
+                    at.insert(self.groups.len() as u32);
                     self.groups.push(FrictionGroup {
                         key,
                         slip: Vec3::zeros(),

@@ -44,6 +44,7 @@ mod tests;
 
 pub(crate) use friction::ContactMemory;
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::body::SoftBody;
@@ -300,6 +301,9 @@ pub(crate) struct Island {
     slips: Vec<(Vec3, f64, u32, f64)>,
     /// Scratch of the friction update: the contacts per pair of bodies (or body and obstacle).
     groups: Vec<friction::FrictionGroup>,
+    /// Scratch of the friction update: each group's index in `groups`, by its key (a scan of
+    /// the groups per contact grew with contacts x groups in large islands).
+    group_of: HashMap<(u32, u32), u32>,
     /// Per group (pair of bodies, or body and obstacle): its total friction force (N) in this
     /// step (see [`Island::update_friction`]).
     group_force: Vec<((u32, u32), Vec3)>,

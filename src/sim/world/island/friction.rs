@@ -44,6 +44,21 @@ pub(super) struct FrictionGroup {
     points: Vec3,
 }
 
+/// Where a group's step-long values are (see [`Island::update_friction`]): its index in
+/// `Island::group_force` and in `Island::group_compliance`, `u32::MAX` where it has none yet.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StepGroup {
+    force: u32,
+    compliance: u32,
+}
+
+impl StepGroup {
+    const NONE: Self = Self {
+        force: u32::MAX,
+        compliance: u32::MAX,
+    };
+}
+
 /// Cosine of the largest angle (25 degrees) between a contact's normals in two steps for its
 /// local friction part to carry over.
 const CARRY_NORMAL_COS: f64 = 0.9;
@@ -186,6 +201,13 @@ impl Island {
                 .iter()
                 .filter(|(key, _)| self.members.contains(&key.0)),
         );
+        self.step_groups.clear();
+        for (at, (key, _)) in self.group_force.iter().enumerate() {
+            self.step_groups
+                .entry(*key)
+                .or_insert(StepGroup::NONE)
+                .force = at as u32;
+        }
         for (i, contact) in self.contacts.iter().enumerate() {
             if let Some(local) = contact
                 .key()
@@ -209,6 +231,16 @@ impl Island {
         self.force.extend_from_slice(&self.friction_force);
     }
 
+    /// The index in `members` of body `b`, found through its first unknown (a scan of the
+    /// members only for a body without free vertices).
+    fn member_slot(&self, b: u32, layout: Layout<'_>) -> Option<usize> {
+        let first = *layout.offset_of.get(b as usize)? as usize;
+        match self.unknown_member.get(first) {
+            Some(&k) if self.members.get(k as usize) == Some(&b) => Some(k as usize),
+            _ => self.members.iter().position(|&m| m == b),
+        }
+    }
+
     /// Per unknown: the friction forces of the last update (N).
     pub(crate) fn friction_force(&self) -> &[Vec3] {
         &self.friction_force
@@ -230,8 +262,9 @@ impl Island {
         layout: Layout<'_>,
     ) -> [f64; 2] {
         let g = self.groups[gi];
-        if let Some((_, c)) = self.group_compliance.iter().find(|(k, _)| *k == g.key) {
-            return *c;
+        let known = self.step_groups.get(&g.key).map(|s| s.compliance);
+        if let Some(&(_, c)) = known.and_then(|at| self.group_compliance.get(at as usize)) {
+            return c;
         }
         let mut out = [0.0; 2];
         for (slot, b) in g.bodies.iter().enumerate() {
@@ -306,6 +339,10 @@ impl Island {
             // pull apart make it vanish.
             out[slot] = if mean > 0.0 { mean } else { own.max(0.0) };
         }
+        self.step_groups
+            .entry(g.key)
+            .or_insert(StepGroup::NONE)
+            .compliance = self.group_compliance.len() as u32;
         self.group_compliance.push((g.key, out));
         out
     }
@@ -447,7 +484,7 @@ impl Island {
         self.member_degree.resize(self.members.len(), 0.0);
         for g in self.groups.iter().filter(|g| g.count > 0.0) {
             for b in g.bodies.iter().flatten() {
-                if let Some(k) = self.members.iter().position(|m| m == b) {
+                if let Some(k) = self.member_slot(*b, layout) {
                     self.member_degree[k] += 1.0;
                 }
             }
@@ -496,17 +533,16 @@ impl Island {
                     .iter()
                     .zip(parts)
                     .filter_map(|(b, c)| {
-                        let k = self.members.iter().position(|m| Some(*m) == *b)?;
+                        let k = self.member_slot((*b)?, layout)?;
                         Some(self.member_degree[k] * c)
                     })
                     .sum::<f64>();
-            let force = match self.group_force.iter().position(|f| f.0 == g.key) {
-                Some(at) => at,
-                None => {
-                    self.group_force.push((g.key, Vec3::zeros()));
-                    self.group_force.len() - 1
-                }
-            };
+            let slot = self.step_groups.entry(g.key).or_insert(StepGroup::NONE);
+            if slot.force == StepGroup::NONE.force {
+                slot.force = self.group_force.len() as u32;
+                self.group_force.push((g.key, Vec3::zeros()));
+            }
+            let force = slot.force as usize;
             let g = &mut self.groups[gi];
             g.compliance = compliance;
             g.force = force;

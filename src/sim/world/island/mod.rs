@@ -312,6 +312,9 @@ pub(crate) struct Island {
     /// Per group of this step: the compliances of its bodies (m/N; see
     /// [`friction::FrictionGroup`]), computed when the group first appears in the step.
     group_compliance: Vec<((u32, u32), [f64; 2])>,
+    /// Per group key of this step: where its values are in `group_force` and
+    /// `group_compliance` (scans of those lists per group grew with the square of the groups).
+    step_groups: HashMap<(u32, u32), friction::StepGroup>,
     /// Scratch of the compliance solves: the force's distribution, the mean slip's, and the
     /// response, per free vertex of one body.
     compliance_d: Vec<f64>,
@@ -571,6 +574,7 @@ impl Island {
         self.friction.clear();
         self.local.clear();
         self.group_compliance.clear();
+        self.step_groups.clear();
         self.setup_contacts(0, bodies, obstacles, settings);
         self.begin_rigid(coupling, h);
         self.remember_friction(bodies, memory);

@@ -203,10 +203,11 @@ impl Island {
         );
         self.step_groups.clear();
         for (at, (key, _)) in self.group_force.iter().enumerate() {
-            self.step_groups
-                .entry(*key)
-                .or_insert(StepGroup::NONE)
-                .force = at as u32;
+            // The first of equal keys, as a scan would find.
+            self.step_groups.entry(*key).or_insert(StepGroup {
+                force: at as u32,
+                compliance: u32::MAX,
+            });
         }
         for (i, contact) in self.contacts.iter().enumerate() {
             if let Some(local) = contact

@@ -199,7 +199,7 @@ impl Island {
             memory
                 .groups
                 .iter()
-                .filter(|(key, _)| self.members.contains(&key.0)),
+                .filter(|(key, _)| self.members.binary_search(&key.0).is_ok()),
         );
         self.step_groups.clear();
         for (at, (key, _)) in self.group_force.iter().enumerate() {
@@ -232,14 +232,9 @@ impl Island {
         self.force.extend_from_slice(&self.friction_force);
     }
 
-    /// The index in `members` of body `b`, found through its first unknown (a scan of the
-    /// members only for a body without free vertices).
-    fn member_slot(&self, b: u32, layout: Layout<'_>) -> Option<usize> {
-        let first = *layout.offset_of.get(b as usize)? as usize;
-        match self.unknown_member.get(first) {
-            Some(&k) if self.members.get(k as usize) == Some(&b) => Some(k as usize),
-            _ => self.members.iter().position(|&m| m == b),
-        }
+    /// The index in `members` (increasing) of body `b`.
+    fn member_slot(&self, b: u32) -> Option<usize> {
+        self.members.binary_search(&b).ok()
     }
 
     /// Per unknown: the friction forces of the last update (N).
@@ -485,7 +480,7 @@ impl Island {
         self.member_degree.resize(self.members.len(), 0.0);
         for g in self.groups.iter().filter(|g| g.count > 0.0) {
             for b in g.bodies.iter().flatten() {
-                if let Some(k) = self.member_slot(*b, layout) {
+                if let Some(k) = self.member_slot(*b) {
                     self.member_degree[k] += 1.0;
                 }
             }
@@ -534,7 +529,7 @@ impl Island {
                     .iter()
                     .zip(parts)
                     .filter_map(|(b, c)| {
-                        let k = self.member_slot((*b)?, layout)?;
+                        let k = self.member_slot((*b)?)?;
                         Some(self.member_degree[k] * c)
                     })
                     .sum::<f64>();

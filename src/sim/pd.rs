@@ -73,6 +73,7 @@ use super::material::{SoftMaterial, StrainLimits};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 use super::polar::{Svd3, svd3};
+use super::qp::coarse::CoarseSpace;
 use super::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
 
 /// Marks a pinned vertex in the vertex-to-unknown map.
@@ -108,6 +109,10 @@ pub struct PdSystem {
     blocks: TetBlocks,
     /// Tets with a pinned vertex (their contributions carry the pinned coupling terms).
     pinned_tets: Vec<u32>,
+    /// The coarse space MPRGP preconditions its CG steps with, for a body of at least
+    /// [`crate::sim::qp::coarse::COARSE_MIN_UNKNOWNS`] free vertices; its coarse matrix is
+    /// formed with the matrix ([`PdSystem::set_material`]).
+    coarse: Option<CoarseSpace>,
 }
 
 /// Everything [`PdSystem::new`] needs besides the mesh.
@@ -184,6 +189,7 @@ impl PdSystem {
             .map(|&v| mesh.rest_positions()[v as usize])
             .collect();
         let chol = SparseCholesky::analyse_with_coordinates(&matrix, &free_rest)?;
+        let coarse = CoarseSpace::aggregates(&free_rest);
         let pinned_tets = (0..tets.len() as u32)
             .filter(|&t| tets[t as usize].iter().any(|&v| dof[v as usize] == PINNED))
             .collect();
@@ -212,6 +218,7 @@ impl PdSystem {
             chol,
             blocks,
             pinned_tets,
+            coarse,
         };
         sys.set_material(mesh, setup.material, setup.dt)?;
         Ok(sys)
@@ -293,6 +300,16 @@ impl PdSystem {
         }
         self.matrix
             .jacobi_scaled_values(&mut self.jacobi_scale, &mut self.jacobi_values);
+        if let Some(coarse) = &mut self.coarse {
+            // Not positive definite to working precision: MPRGP runs with Jacobi alone.
+            coarse.set_matrix(&self.matrix);
+        }
+    }
+
+    /// The coarse space of MPRGP's preconditioner, where the body has one (see
+    /// [`crate::sim::qp::coarse`]).
+    pub fn coarse_space(&self) -> Option<&CoarseSpace> {
+        self.coarse.as_ref().filter(|c| c.is_factored())
     }
 
     /// Replaces the attachment stiffnesses (N/m per vertex); takes effect at the next
@@ -658,6 +675,20 @@ impl crate::sim::qp::SpdOperator for PdSystem {
     }
     fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
         Some(self.matrix.mul_row(x, v))
+    }
+    fn has_coarse_space(&self) -> bool {
+        self.coarse_space().is_some()
+    }
+    fn add_coarse_correction(
+        &self,
+        _scale: &[Vec3],
+        r: &[Vec3],
+        coarse: &mut Vec<Vec3>,
+        out: &mut [Vec3],
+    ) {
+        if let Some(space) = self.coarse_space() {
+            space.add_correction(r, coarse, out);
+        }
     }
 }
 

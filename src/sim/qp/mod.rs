@@ -16,6 +16,7 @@
 //! - [`pgs::DualPgs`] solves the dual LCP by projected Gauss-Seidel (the ICA-style baseline).
 //! - [`kkt_residual`] measures any candidate the same way, for tests and benchmarks.
 
+pub mod coarse;
 pub mod dense_lcp;
 pub mod groups;
 pub mod mprgp;
@@ -113,6 +114,25 @@ pub trait SpdOperator: Sync {
     /// that are zero off the rows' few unknowns this way instead of by a whole product.
     fn product_row(&self, _x: &[Vec3], _v: usize) -> Option<Vec3> {
         None
+    }
+    /// Whether [`SpdOperator::add_coarse_correction`] applies a coarse space
+    /// ([`coarse::CoarseSpace`]): MPRGP then preconditions its CG steps with it. False by
+    /// default.
+    fn has_coarse_space(&self) -> bool {
+        false
+    }
+    /// `out += Z (P'AP)^-1 Z' r`, the coarse level of MPRGP's two-level preconditioner, for `r`
+    /// and `out` in the Jacobi-scaled variables (`scale` as [`SpdOperator::jacobi_scale`]
+    /// gives it, `Z = diag(scale)^-1 P`; see [`coarse`]). `coarse` is scratch. An operator that
+    /// keeps its own scaling may ignore `scale` (it must be the scaling described). Nothing by
+    /// default.
+    fn add_coarse_correction(
+        &self,
+        _scale: &[Vec3],
+        _r: &[Vec3],
+        _coarse: &mut Vec<Vec3>,
+        _out: &mut [Vec3],
+    ) {
     }
 }
 

@@ -43,6 +43,19 @@
 //! iteration warm-started with the previous call's vector. The solver stops when
 //! `||phi + beta|| <= tolerance * ||b||` in the scaled metric.
 //!
+//! Where the operator has a coarse space ([`SpdOperator::has_coarse_space`]; a PD body of
+//! 2,048 free vertices or more, [`super::coarse`]), the CG steps are preconditioned within the
+//! face (Dostal 2009, section 9.6): a chain starts along `pre = F M^-1 phi` instead of `phi`
+//! and each next direction is `pre - (pre' A~ p / p' A~ p) p`, where `M^-1` is the two-level
+//! preconditioner (identity plus the coarse correction, in the scaled variables) and `F`
+//! removes the components along the active rows. The step lengths, the proportioning test,
+//! the expansion and proportioning steps and the stopping rule are unchanged, and so is the
+//! solution. Measured on the 10,648-vertex cube dropped on the floor (40 steps, a scratch
+//! driver, two runs each way): 106 -> 51 MPRGP iterations per step, the iterations' loop
+//! 839-881 -> 567-580 ms in all, the QP 31.7-32.5 -> 24.6-26.1 ms per step (the solves'
+//! fixed costs, about 0.6 ms a call, stay); on the 39,304-vertex cube (10 steps) 140 -> 65
+//! iterations, the loop 1,034 -> 625 ms, the QP 163 -> 119 ms per step.
+//!
 //! Cost: off the rows' unknowns `phi = g` and `beta = 0`, so every norm and inner product the
 //! step choice needs is one sum kept with `g` plus a sum over the few unknowns rows touch, and a
 //! CG step is the product with `A` and four fused passes over the vectors (about a dozen
@@ -232,6 +245,12 @@ pub struct Mprgp {
     /// ([`Mprgp::reuse_norm_estimate`]).
     norm_estimate: Option<f64>,
     reuse_norm: bool,
+    /// Whether the operator has a coarse space ([`SpdOperator::has_coarse_space`]): the CG
+    /// steps then follow the preconditioned free gradient `pre` instead of `phi`.
+    preconditioned: bool,
+    pre: Vec<Vec3>,
+    /// Scratch of the coarse correction.
+    coarse: Vec<Vec3>,
 }
 
 /// Unknowns per chunk of the passes over the vectors ([`Mprgp::cg_step`] and the products'
@@ -255,6 +274,22 @@ fn total(partials: &[[f64; 2]]) -> [f64; 2] {
     partials
         .iter()
         .fold([0.0; 2], |acc, p| [acc[0] + p[0], acc[1] + p[1]])
+}
+
+/// `a . b` over chunks of [`PASS_CHUNK`] unknowns (in parallel from [`PARALLEL_PASS`]), the
+/// chunks' sums added in order: the same bits on any number of threads.
+fn chunked_dot(partials: &mut Vec<[f64; 2]>, a: &[Vec3], b: &[Vec3]) -> f64 {
+    let n = a.len();
+    partials.resize(n.div_ceil(PASS_CHUNK), [0.0; 2]);
+    partials
+        .par_iter_mut()
+        .zip(a.par_chunks(PASS_CHUNK))
+        .zip(b.par_chunks(PASS_CHUNK))
+        .with_min_len(min_chunks(n))
+        .for_each(|((out, a), b)| {
+            *out = [a.iter().zip(b).map(|(x, y)| x.dot(y)).sum(), 0.0];
+        });
+    total(partials)[0]
 }
 
 /// Most step lengths ([`ExpansionSafeguard::Halving`]) or repeated steps
@@ -420,7 +455,7 @@ impl Mprgp {
         self.project_z();
         self.gradient(problem.a);
         self.update_active();
-        self.free_gradient_into_p();
+        self.free_gradient_into_p(problem.a);
         // Whether `z` is an infeasible iterate of a monotone chain ([`CgChain::Monotone`]),
         // and then `f(P(z))`.
         let mut outside = false;
@@ -459,7 +494,7 @@ impl Mprgp {
                 outside = false;
                 self.expansion(problem.a, alpha_bar);
                 self.update_active();
-                self.free_gradient_into_p();
+                self.free_gradient_into_p(problem.a);
                 continue;
             }
             if proportional {
@@ -467,14 +502,14 @@ impl Mprgp {
                 let (pap, gp) = self.apply_scaled_p_with_dots(problem.a);
                 if !(pap > 0.0) {
                     // p vanished (phi = 0 on this face): restart from the free gradient.
-                    self.p.copy_from_slice(&self.phi);
+                    self.restart_chain(problem.a);
                     continue;
                 }
                 let alpha_cg = gp / pap;
                 let alpha_f = self.max_feasible_step();
                 if !outside && alpha_cg <= alpha_f {
                     stats.cg_steps += 1;
-                    self.cg_step(alpha_cg, pap);
+                    self.cg_step(problem.a, alpha_cg, pap);
                     // Round-off lets p and z drift off the face; long CG chains amplify it.
                     self.restore_face();
                     continue;
@@ -489,7 +524,7 @@ impl Mprgp {
                         if !feasible {
                             stats.infeasible_cg_steps += 1;
                         }
-                        self.cg_step(alpha_cg, pap);
+                        self.cg_step(problem.a, alpha_cg, pap);
                         self.restore_face();
                         outside = !feasible;
                         outside_objective = f_projected;
@@ -510,7 +545,7 @@ impl Mprgp {
                 }
                 self.expansion(problem.a, alpha_bar);
                 self.update_active();
-                self.free_gradient_into_p();
+                self.free_gradient_into_p(problem.a);
             } else {
                 stats.proportioning_steps += 1;
                 self.apply_scaled(problem.a, Which::Beta);
@@ -540,7 +575,7 @@ impl Mprgp {
                     axpy_neg(alpha_p, &self.ap, &mut self.g);
                 }
                 self.update_active();
-                self.free_gradient_into_p();
+                self.free_gradient_into_p(problem.a);
             }
         }
         if outside {
@@ -589,6 +624,10 @@ impl Mprgp {
             &mut self.chain_ad,
         ] {
             v.resize(n, Vec3::zeros());
+        }
+        self.preconditioned = problem.a.has_coarse_space();
+        if self.preconditioned {
+            self.pre.resize(n, Vec3::zeros());
         }
         problem.a.jacobi_scale(&mut self.scale);
         if !self
@@ -749,9 +788,30 @@ impl Mprgp {
         groups::snap_to_active(&self.rows, &self.groups, &self.active, &mut self.z);
     }
 
-    fn free_gradient_into_p(&mut self) {
+    /// `phi` from `g` ([`Mprgp::refresh_free`]) and a new CG chain along it, preconditioned
+    /// where the operator has a coarse space.
+    fn free_gradient_into_p<A: SpdOperator + ?Sized>(&mut self, a: &A) {
         self.refresh_free();
-        self.p.copy_from_slice(&self.phi);
+        self.restart_chain(a);
+    }
+
+    /// `p` from the current `phi`: `phi` itself, or its preconditioned `pre`.
+    fn restart_chain<A: SpdOperator + ?Sized>(&mut self, a: &A) {
+        if self.preconditioned {
+            self.precondition(a);
+            self.p.copy_from_slice(&self.pre);
+        } else {
+            self.p.copy_from_slice(&self.phi);
+        }
+    }
+
+    /// `pre = phi + Z (P'AP)^-1 Z' phi` less its components along the active rows: the free
+    /// gradient preconditioned within the face of the active constraints by the two-level
+    /// preconditioner of [`super::coarse`] (`phi` lies in the face already).
+    fn precondition<A: SpdOperator + ?Sized>(&mut self, a: &A) {
+        self.pre.copy_from_slice(&self.phi);
+        a.add_coarse_correction(&self.scale, &self.phi, &mut self.coarse, &mut self.pre);
+        groups::remove_active_components(&self.rows, &self.groups, &self.active, &mut self.pre);
     }
 
     /// `beta` at the rows' unknowns from `g` and the active set (zero elsewhere already).
@@ -828,7 +888,9 @@ impl Mprgp {
     /// The CG step `z -= alpha p`, `g -= alpha ap`, then `phi` from the new `g` and the next
     /// conjugate direction `p = phi - (phi' ap / pap) p`: two passes over the vectors (the
     /// active set is unchanged, so the rows' part of `phi` is a correction at their unknowns).
-    fn cg_step(&mut self, alpha: f64, pap: f64) {
+    /// With a coarse space, `p = pre - (pre' ap / pap) p` from the preconditioned `pre`
+    /// ([`Mprgp::precondition`]), at the cost of the correction and one more pass.
+    fn cg_step<A: SpdOperator + ?Sized>(&mut self, a: &A, alpha: f64, pap: f64) {
         let n = self.z.len();
         self.partials.resize(n.div_ceil(PASS_CHUNK), [0.0; 2]);
         self.partials
@@ -861,10 +923,18 @@ impl Mprgp {
             .iter()
             .map(|&v| self.phi[v as usize].dot(&self.ap[v as usize]))
             .sum::<f64>();
+        // Preconditioned: the next direction is conjugate to `p` from `pre` instead of `phi`.
+        let direction = if self.preconditioned {
+            self.precondition(a);
+            phi_ap = chunked_dot(&mut self.partials, &self.pre, &self.ap);
+            &self.pre
+        } else {
+            &self.phi
+        };
         let gamma = phi_ap / pap;
         self.p
             .par_chunks_mut(PASS_CHUNK)
-            .zip(self.phi.par_chunks(PASS_CHUNK))
+            .zip(direction.par_chunks(PASS_CHUNK))
             .with_min_len(min_chunks(n))
             .for_each(|(p, phi)| {
                 for (p, phi) in p.iter_mut().zip(phi) {
@@ -935,12 +1005,12 @@ impl Mprgp {
     }
 
     /// Ends a monotone chain: `z` onto the feasible set, with its gradient, active set and
-    /// free gradient (`p = phi`).
+    /// free gradient (`p = phi`, or its preconditioned `pre`).
     fn leave_chain<A: SpdOperator + ?Sized>(&mut self, a: &A) {
         self.project_z();
         self.gradient(a);
         self.update_active();
-        self.free_gradient_into_p();
+        self.free_gradient_into_p(a);
     }
 
     /// Largest `alpha >= 0` with `z - alpha p` feasible.
@@ -1277,7 +1347,8 @@ mod tests {
     }
 
     /// The kept Jacobi-scaled copy of a PD matrix solves the QP that scaling around the plain
-    /// product solves.
+    /// product solves; the PD system also preconditions with its coarse space, the plain
+    /// products do not.
     #[test]
     fn the_kept_scaled_matrix_solves_as_the_scaled_product_does() {
         let (pd, b, rows) = floor_qp();
@@ -1315,6 +1386,45 @@ mod tests {
             .map(|(a, b)| (a - b).amax())
             .fold(0.0, f64::max);
         assert!(gap < 1e-9 * scale, "{gap} m apart ({scale} m)");
+    }
+
+    /// The floor QP's cube has a coarse space ([`crate::sim::qp::coarse`]): preconditioned
+    /// by it, MPRGP reaches the KKT conditions in a fifth fewer iterations at least than with
+    /// Jacobi alone (the plain products, which have none; 50 against 70 when written), at the
+    /// same solution (the test above). The larger the body, the larger the gap (106 against
+    /// 51 iterations per step on the solver bench's 10,648-vertex cube).
+    #[test]
+    fn the_coarse_space_cuts_the_iterations() {
+        let (pd, b, rows) = floor_qp();
+        assert!(pd.coarse_space().is_some());
+        let settings = MprgpSettings {
+            tolerance: 1e-8,
+            max_iterations: 5000,
+            ..MprgpSettings::default()
+        };
+        let solve = |problem: &QpProblem<'_, dyn SpdOperator>| {
+            let mut x = vec![Vec3::zeros(); b.len()];
+            let stats = Mprgp::new(settings).solve(problem, &mut x).unwrap();
+            assert!(stats.converged, "{stats:?}");
+            let kkt = kkt_residual(problem, &x);
+            assert!(kkt.relative < 1e-6, "{kkt:?}");
+            stats
+        };
+        let plain = PlainProducts(&pd);
+        let coarse = solve(&QpProblem {
+            a: &pd,
+            b: &b,
+            rows: &rows,
+        });
+        let jacobi = solve(&QpProblem {
+            a: &plain,
+            b: &b,
+            rows: &rows,
+        });
+        assert!(
+            5 * coarse.iterations < 4 * jacobi.iterations,
+            "{coarse:?} against {jacobi:?}"
+        );
     }
 
     #[test]

@@ -520,6 +520,30 @@ impl SpdOperator for IslandMatrix<'_> {
             MemberMatrix::Newton(m) => m.product_row(x, v - o),
         }
     }
+    fn has_coarse_space(&self) -> bool {
+        self.blocks()
+            .any(|(m, _, _)| matches!(m, MemberMatrix::Pd(pd) if pd.coarse_space().is_some()))
+    }
+    fn add_coarse_correction(
+        &self,
+        scale: &[Vec3],
+        r: &[Vec3],
+        coarse: &mut Vec<Vec3>,
+        out: &mut [Vec3],
+    ) {
+        // `A` is block diagonal over the members, and so is the coarse space: each member's
+        // own grid on its own block.
+        for (matrix, o, n) in self.blocks() {
+            if let MemberMatrix::Pd(pd) = matrix {
+                pd.add_coarse_correction(
+                    &scale[o..o + n],
+                    &r[o..o + n],
+                    coarse,
+                    &mut out[o..o + n],
+                );
+            }
+        }
+    }
     fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
         for (matrix, o, n) in self.blocks() {
             let (x, out) = (&x[o..o + n], &mut out[o..o + n]);

@@ -35,9 +35,9 @@
 //! vertices 42 iterations with Jacobi alone, 20 with 4 or 6 aggregates per axis, 16 with 8;
 //! 39,304 vertices 63 with Jacobi, 30, 26 and 21 with 5, 7 and 9 per axis. Deviation from
 //! the usual trilinear coarse space (eight weights per unknown): it took fewer iterations
-//! (15 and 16 in the same tests) but its application cost as much as a product with the
-//! matrix (0.6 ms at 39,304 vertices against 0.3 for aggregation), and in the world the loop
-//! of MPRGP iterations was then no faster than without a coarse space.
+//! (13-15 and 16 in the same tests) but its application cost more than a product with the
+//! matrix (0.6-0.9 ms at 39,304 vertices against about 0.2 for aggregation), and in the world
+//! the loop of MPRGP iterations was then no faster than without a coarse space.
 //!
 //! Only bodies of at least [`COARSE_MIN_UNKNOWNS`] free vertices get a coarse space: smaller
 //! ones solve their contact QPs in the contact subspace, and their CG chains are short.

@@ -679,13 +679,7 @@ impl crate::sim::qp::SpdOperator for PdSystem {
     fn has_coarse_space(&self) -> bool {
         self.coarse_space().is_some()
     }
-    fn add_coarse_correction(
-        &self,
-        _scale: &[Vec3],
-        r: &[Vec3],
-        coarse: &mut Vec<Vec3>,
-        out: &mut [Vec3],
-    ) {
+    fn add_coarse_correction(&self, r: &[Vec3], coarse: &mut Vec<Vec3>, out: &mut [Vec3]) {
         if let Some(space) = self.coarse_space() {
             space.add_correction(r, coarse, out);
         }

@@ -84,12 +84,10 @@ pub struct CoarseSpace {
     start: Vec<u32>,
     /// The unknowns, aggregate by aggregate (increasing within one).
     unknowns: Vec<u32>,
-    /// Per entry of [`CoarseSpace::unknowns`]: `sqrt(A_ii)` of the matrix last set (the
-    /// entries of `Z = S^-1 P`).
+    /// Per unknown: `sqrt(A_ii)` of the matrix last set (its entry of `Z = S^-1 P`).
     roots: Vec<f64>,
-    /// Per unknown: its aggregate and its entry.
+    /// Per unknown: its aggregate.
     aggregate_of: Vec<u32>,
-    entry_of: Vec<u32>,
     /// `(P'AP)^-1`, dense, `k^2`; empty until [`CoarseSpace::set_matrix`] succeeded.
     inverse: Vec<f64>,
 }
@@ -161,21 +159,17 @@ impl CoarseSpace {
         let mut fill: Vec<u32> = start[..start.len() - 1].to_vec();
         let mut unknowns = vec![0u32; n];
         let mut aggregate_of = vec![0u32; n];
-        let mut entry_of = vec![0u32; n];
         for (i, &c) in grid.iter().enumerate() {
             let a = aggregate_of_cell[c];
-            let e = fill[a as usize];
+            unknowns[fill[a as usize] as usize] = i as u32;
             fill[a as usize] += 1;
-            unknowns[e as usize] = i as u32;
             aggregate_of[i] = a;
-            entry_of[i] = e;
         }
         Some(Self {
             start,
             unknowns,
             roots: Vec::new(),
             aggregate_of,
-            entry_of,
             inverse: Vec::new(),
         })
     }
@@ -241,8 +235,7 @@ impl CoarseSpace {
             factor.solve_in_place(column);
         }
         self.roots.clear();
-        self.roots
-            .extend(self.unknowns.iter().map(|&i| a.diagonal(i as usize).sqrt()));
+        self.roots.extend((0..n).map(|i| a.diagonal(i).sqrt()));
         self.inverse = inverse;
         true
     }
@@ -270,9 +263,11 @@ impl CoarseSpace {
         let parallel = n >= PARALLEL_UNKNOWNS;
         let restrict = |(c, sum): (usize, &mut Vec3)| {
             let entries = self.start[c] as usize..self.start[c + 1] as usize;
-            *sum = entries.fold(Vec3::zeros(), |acc, e| {
-                acc + self.roots[e] * r[self.unknowns[e] as usize]
-            });
+            *sum = self.unknowns[entries]
+                .iter()
+                .fold(Vec3::zeros(), |acc, &i| {
+                    acc + self.roots[i as usize] * r[i as usize]
+                });
         };
         if parallel {
             sums.par_iter_mut().enumerate().for_each(restrict);
@@ -295,8 +290,7 @@ impl CoarseSpace {
         let prolong = |(chunk, out): (usize, &mut [Vec3])| {
             for (d, o) in out.iter_mut().enumerate() {
                 let i = chunk * CHUNK + d;
-                *o +=
-                    self.roots[self.entry_of[i] as usize] * solution[self.aggregate_of[i] as usize];
+                *o += self.roots[i] * solution[self.aggregate_of[i] as usize];
             }
         };
         if parallel {
@@ -359,7 +353,6 @@ mod tests {
                 assert!(!seen[i], "unknown {i} in two aggregates");
                 seen[i] = true;
                 assert_eq!(space.aggregate_of[i] as usize, a);
-                assert_eq!(space.entry_of[i] as usize, e);
             }
         }
         assert!(seen.iter().all(|&s| s));

@@ -122,18 +122,9 @@ pub trait SpdOperator: Sync {
         false
     }
     /// `out += Z (P'AP)^-1 Z' r`, the coarse level of MPRGP's two-level preconditioner, for `r`
-    /// and `out` in the Jacobi-scaled variables (`scale` as [`SpdOperator::jacobi_scale`]
-    /// gives it, `Z = diag(scale)^-1 P`; see [`coarse`]). `coarse` is scratch. An operator that
-    /// keeps its own scaling may ignore `scale` (it must be the scaling described). Nothing by
-    /// default.
-    fn add_coarse_correction(
-        &self,
-        _scale: &[Vec3],
-        _r: &[Vec3],
-        _coarse: &mut Vec<Vec3>,
-        _out: &mut [Vec3],
-    ) {
-    }
+    /// and `out` in the Jacobi-scaled variables of [`SpdOperator::jacobi_scale`]
+    /// (`Z = diag(scale)^-1 P`; see [`coarse`]). `coarse` is scratch. Nothing by default.
+    fn add_coarse_correction(&self, _r: &[Vec3], _coarse: &mut Vec<Vec3>, _out: &mut [Vec3]) {}
 }
 
 /// [`SpdOperator::jacobi_scale`]'s default: `diag(A)^-1/2` from [`SpdOperator::diagonal`].

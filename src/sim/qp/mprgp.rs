@@ -810,7 +810,7 @@ impl Mprgp {
     /// preconditioner of [`super::coarse`] (`phi` lies in the face already).
     fn precondition<A: SpdOperator + ?Sized>(&mut self, a: &A) {
         self.pre.copy_from_slice(&self.phi);
-        a.add_coarse_correction(&self.scale, &self.phi, &mut self.coarse, &mut self.pre);
+        a.add_coarse_correction(&self.phi, &mut self.coarse, &mut self.pre);
         groups::remove_active_components(&self.rows, &self.groups, &self.active, &mut self.pre);
     }
 

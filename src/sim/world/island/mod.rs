@@ -524,23 +524,12 @@ impl SpdOperator for IslandMatrix<'_> {
         self.blocks()
             .any(|(m, _, _)| matches!(m, MemberMatrix::Pd(pd) if pd.coarse_space().is_some()))
     }
-    fn add_coarse_correction(
-        &self,
-        scale: &[Vec3],
-        r: &[Vec3],
-        coarse: &mut Vec<Vec3>,
-        out: &mut [Vec3],
-    ) {
+    fn add_coarse_correction(&self, r: &[Vec3], coarse: &mut Vec<Vec3>, out: &mut [Vec3]) {
         // `A` is block diagonal over the members, and so is the coarse space: each member's
         // own grid on its own block.
         for (matrix, o, n) in self.blocks() {
             if let MemberMatrix::Pd(pd) = matrix {
-                pd.add_coarse_correction(
-                    &scale[o..o + n],
-                    &r[o..o + n],
-                    coarse,
-                    &mut out[o..o + n],
-                );
+                pd.add_coarse_correction(&r[o..o + n], coarse, &mut out[o..o + n]);
             }
         }
     }

@@ -41,6 +41,7 @@ mod restitution;
 mod rigid;
 #[cfg(test)]
 mod tests;
+mod warm_start;
 
 pub(crate) use friction::ContactMemory;
 
@@ -368,7 +369,21 @@ pub(crate) struct Island {
     order: Vec<(f64, u32)>,
     decoupler: RowDecoupler,
     b: Vec<Vec3>,
+    /// The iterate, projected as a warm start of the QP; after an MPRGP solve, its solution.
     x_alt: Vec<Vec3>,
+    /// The right-hand side of the unconstrained solves, `b` plus the forces they included:
+    /// `A x_free` to their accuracy (see the `warm_start` module).
+    rhs_free: Vec<Vec3>,
+    /// `A (x_alt - y)`, exact where [`Island::solution_product_kept`] says so.
+    a_solution: Vec<Vec3>,
+    /// Whether `a_solution` is the product for `x_alt` in this step.
+    solution_product_kept: bool,
+    /// Per chunk of unknowns, the warm start's partial sums.
+    partials: Vec<[f64; 2]>,
+    /// The unknowns a warm start's projection moved, with their positions before.
+    moved: Vec<(u32, Vec3)>,
+    /// Scratch flags per unknown of the projection (all false between uses).
+    moved_mark: Vec<bool>,
     /// Per unknown: the inertial prediction `y`, about which the contact QP is solved.
     anchor: Vec<Vec3>,
     /// `A y`, and whether it and the MPRGP's `||A||` estimate are set for this step.
@@ -600,6 +615,7 @@ impl Island {
         self.anchor.resize(self.unknowns, Vec3::zeros());
         self.a_anchor.resize(self.unknowns, Vec3::zeros());
         self.step_products = false;
+        self.solution_product_kept = false;
         self.unknown_member.clear();
         for (k, &b) in self.members.iter().enumerate() {
             let n = bodies[b as usize].free_count();
@@ -1071,6 +1087,14 @@ impl Island {
         h: f64,
     ) -> Result<(), FreezeReason> {
         let t = Instant::now();
+        // The forces the unconstrained solves included (see the step's `iterate`).
+        let carried = if self.rows_in_free {
+            &self.force
+        } else {
+            &self.applied
+        };
+        self.rhs_free.resize(self.unknowns, Vec3::zeros());
+        let mut iterate_kept = true;
         for &b in &self.members {
             let body = &bodies[b as usize];
             let Some(pd) = body.pd.as_ref() else { continue };
@@ -1079,10 +1103,16 @@ impl Island {
             self.b[o..o + n].copy_from_slice(&body.ws.b[..n]);
             self.x[o..o + n].copy_from_slice(&body.ws.x_free[..n]);
             for (d, &vi) in pd.free_vertices().iter().enumerate() {
-                self.x_alt[o + d] = body.x[vi as usize];
+                let x = body.x[vi as usize];
+                iterate_kept &= self.x_alt[o + d] == x;
+                self.x_alt[o + d] = x;
                 self.anchor[o + d] = body.ws.y[vi as usize];
+                self.rhs_free[o + d] = body.ws.b[d] + carried[o + d];
             }
         }
+        // The last QP's product holds for the iterate only if the bodies hand back its
+        // solution unchanged (see `warm_start`).
+        self.solution_product_kept &= iterate_kept;
         let push_out = settings.max_depenetration_speed * h;
         self.build_rows(
             id,
@@ -1279,31 +1309,61 @@ impl Island {
         layout: Layout<'_>,
         settings: &WorldSettings,
     ) -> Result<(), FreezeReason> {
+        // About the inertial prediction, so that the QP's tolerance is relative to the forces
+        // that move the bodies, not to where they are (see `Mprgp::solve_about`). The PD
+        // matrix and the prediction are the same for every QP of the step: `A y` and the
+        // estimate of `||A||` come from its first (the Newton matrix changes every iteration).
+        if settings.solver == Solver::NewtonMprgp {
+            self.step_products = false;
+        }
+        if !self.step_products {
+            IslandMatrix {
+                bodies,
+                members: &self.members,
+                layout,
+                unknowns: self.unknowns,
+            }
+            .apply(&self.anchor, &mut self.a_anchor);
+        }
+        // Warm start: the better of the projected unconstrained solution (which already holds
+        // the last iteration's contact forces) and the projected previous iterate, with the
+        // products the iteration knows where the matrix is the PD one (`warm_start`).
+        let reuse = self.products_reusable(bodies);
+        let from_iterate = if reuse {
+            self.choose_warm_start(bodies, layout)
+        } else {
+            self.solution_product_kept = false;
+            let matrix = IslandMatrix {
+                bodies,
+                members: &self.members,
+                layout,
+                unknowns: self.unknowns,
+            };
+            let f_new = projected_objective(
+                &matrix,
+                &self.b_qp,
+                &self.rows,
+                &mut self.x,
+                &mut self.gradient,
+            );
+            let f_old = projected_objective(
+                &matrix,
+                &self.b_qp,
+                &self.rows,
+                &mut self.x_alt,
+                &mut self.gradient,
+            );
+            if f_old < f_new {
+                self.x.copy_from_slice(&self.x_alt);
+            }
+            false
+        };
         let matrix = IslandMatrix {
             bodies,
             members: &self.members,
             layout,
             unknowns: self.unknowns,
         };
-        // Warm start: the better of the projected unconstrained solution (which already holds
-        // the last iteration's contact forces) and the projected previous iterate.
-        let f_new = projected_objective(
-            &matrix,
-            &self.b_qp,
-            &self.rows,
-            &mut self.x,
-            &mut self.gradient,
-        );
-        let f_old = projected_objective(
-            &matrix,
-            &self.b_qp,
-            &self.rows,
-            &mut self.x_alt,
-            &mut self.gradient,
-        );
-        if f_old < f_new {
-            self.x.copy_from_slice(&self.x_alt);
-        }
         self.mprgp.settings = settings.mprgp;
         if settings.pd_tolerance > 0.0 {
             // An inexact step: the QP's error kept to a share of what is left of the PD
@@ -1318,23 +1378,24 @@ impl Island {
             b: &self.b_qp,
             rows: &self.rows,
         };
-        // About the inertial prediction, so that the QP's tolerance is relative to the forces
-        // that move the bodies, not to where they are (see `Mprgp::solve_about`). The PD
-        // matrix and the prediction are the same for every QP of the step: `A y` and the
-        // estimate of `||A||` come from its first (the Newton matrix changes every iteration).
-        if settings.solver == Solver::NewtonMprgp {
-            self.step_products = false;
-        }
-        if !self.step_products {
-            matrix.apply(&self.anchor, &mut self.a_anchor);
-        }
         self.mprgp.reuse_norm_estimate(self.step_products);
         let qp = self
             .mprgp
-            .solve_about_with(&problem, &self.anchor, Some(&self.a_anchor), &mut self.x)
+            .solve_about_from(
+                &problem,
+                &self.anchor,
+                Some(&self.a_anchor),
+                from_iterate.then_some(self.a_solution.as_slice()),
+                &mut self.x,
+            )
             .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
         self.step_products = true;
         self.mprgp.final_gradient(&mut self.gradient);
+        if reuse {
+            let gradient = std::mem::take(&mut self.gradient);
+            self.keep_solution_product(&gradient);
+            self.gradient = gradient;
+        }
         self.forces.compute_from_gradient(
             &self.rows,
             &self.x,

@@ -80,3 +80,26 @@ fn carried_normal_forces_start_the_contact_qp_closer_to_its_solution() {
         fresh.mprgp_iterations
     );
 }
+
+/// The product the contact QP's warm start keeps for the last MPRGP solution
+/// (`warm_start`, `A (x - y)` from the gradient MPRGP ended with) is the product formed
+/// directly, to rounding, through a landing and at rest; and the next iteration does start
+/// from it (it holds at the end of the steps whose QPs ran).
+#[test]
+fn the_kept_solution_product_is_the_direct_one() {
+    let (mut world, _) = dropped_pair(0.27, 0);
+    let mut checked = 0;
+    for _ in 0..90 {
+        let report = world.step(DT).unwrap();
+        let (island, layout) = world.state.island(0);
+        if report.mprgp_iterations == 0 {
+            continue;
+        }
+        let error = island
+            .kept_product_error(&world.bodies, layout)
+            .expect("an MPRGP solve keeps its product");
+        assert!(error < 1e-10, "kept product off by {error:e} relative");
+        checked += 1;
+    }
+    assert!(checked > 30, "only {checked} steps ran MPRGP");
+}

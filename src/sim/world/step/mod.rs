@@ -122,6 +122,16 @@ pub(crate) struct StepState {
 }
 
 impl StepState {
+    /// Island `id` of the last step with the layout of its unknowns (for the island's tests).
+    #[cfg(test)]
+    pub(crate) fn island(&self, id: usize) -> (&Island, Layout<'_>) {
+        let layout = Layout {
+            island_of: &self.island_of,
+            offset_of: &self.offset_of,
+        };
+        (&self.islands[id], layout)
+    }
+
     /// Forgets the contact forces of the last step (body or obstacle indices changed).
     pub fn forget_contact_forces(&mut self) {
         self.contact_memory.clear();

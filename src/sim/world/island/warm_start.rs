@@ -60,7 +60,8 @@ impl Island {
             unknowns: self.unknowns,
         };
         if !self.solution_product_kept {
-            // The step's first QP: the iterate's product formed now.
+            // No product kept for the iterate (the step's first QP, or the bodies came back
+            // with another one): formed now.
             self.gradient.clear();
             self.gradient
                 .extend(self.x_alt.iter().zip(&self.anchor).map(|(x, y)| x - y));

@@ -83,8 +83,8 @@ fn carried_normal_forces_start_the_contact_qp_closer_to_its_solution() {
 
 /// The product the contact QP's warm start keeps for the last MPRGP solution
 /// (`warm_start`, `A (x - y)` from the gradient MPRGP ended with) is the product formed
-/// directly, to rounding, through a landing and at rest; and the next iteration does start
-/// from it (it holds at the end of the steps whose QPs ran).
+/// directly, to rounding: checked at the end of every step whose QPs took MPRGP iterations,
+/// through a landing and at rest.
 #[test]
 fn the_kept_solution_product_is_the_direct_one() {
     let (mut world, _) = dropped_pair(0.27, 0);

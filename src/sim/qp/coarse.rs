@@ -307,7 +307,7 @@ mod tests {
     use crate::sim::TetMesh;
 
     /// A mass-plus-Laplacian matrix over a lattice's vertices (the shape of a PD matrix).
-    pub(crate) fn lattice_matrix(mesh: &TetMesh) -> SymmetricMatrix {
+    fn lattice_matrix(mesh: &TetMesh) -> SymmetricMatrix {
         let mut pairs = Vec::new();
         for t in mesh.tets() {
             for a in 0..4 {

@@ -53,7 +53,8 @@
 //! solution. Measured on the 10,648-vertex cube dropped on the floor (40 steps, a scratch
 //! driver, two runs each way): 106 -> 51 MPRGP iterations per step, the iterations' loop
 //! 839-881 -> 567-580 ms in all, the QP 31.7-32.5 -> 24.6-26.1 ms per step (the solves'
-//! fixed costs, about 0.6 ms a call, stay); on the 39,304-vertex cube (10 steps) 140 -> 65
+//! fixed costs, about 0.6 ms a call, are not the coarse space's to cut: see the start product
+//! below); on the 39,304-vertex cube (10 steps) 140 -> 65
 //! iterations, the loop 1,034 -> 625 ms, the QP 163 -> 119 ms per step.
 //!
 //! Cost: off the rows' unknowns `phi = g` and `beta = 0`, so every norm and inner product the

@@ -1,6 +1,7 @@
 //! Micro-benchmarks of the kernels inside one PD step: signed SVD, the local step (scalar and
 //! cold; vectorised and warm-started, also per tet per thread), the global
-//! matrix-vector product and the prefactored Cholesky solve, for lattice cubes of several sizes;
+//! matrix-vector product and the prefactored Cholesky solve (in f64, and the global step's
+//! correction solve through the factor rounded to f32), for lattice cubes of several sizes;
 //! the Cholesky factor under AMD and under nested dissection;
 //! the soft-soft broadphase (BVH refit and candidate pairs) against surface triangle count;
 //! and the skinned write-back of a soft region (per frame, per 1,000 written vertices).
@@ -90,7 +91,7 @@ fn main() {
         "\nsigned SVD 3x3: {svd_ns:.0} ns (nalgebra svd: {nalgebra_ns:.0} ns); volume projection: {vol_ns:.0} ns"
     );
     println!(
-        "\n{:>8} {:>8} {:>13} {:>13} {:>16} {:>13} {:>12} {:>12} {:>14}",
+        "\n{:>8} {:>8} {:>13} {:>13} {:>16} {:>13} {:>12} {:>12} {:>14} {:>14}",
         "verts",
         "tets",
         "local ms",
@@ -99,6 +100,7 @@ fn main() {
         "stretches ms",
         "matvec ms",
         "solve ms",
+        "f32 solve ms",
         "factor ms"
     );
     let threads = rayon::current_num_threads() as f64;
@@ -154,8 +156,17 @@ fn main() {
             },
             reps,
         ) / 1e6;
+        // The global step's solve: through the factor rounded to f32, on two threads from
+        // 4,096 vertices (split along the elimination tree).
+        let correction = median_ns(
+            || {
+                rhs.copy_from_slice(&x);
+                pd.solve_correction_in_place(&mut rhs);
+            },
+            reps * 2,
+        ) / 1e6;
         println!(
-            "{:>8} {:>8} {:>13.3} {:>13.3} {:>16.0} {:>13.3} {:>12.3} {:>12.3} {:>14.1}",
+            "{:>8} {:>8} {:>13.3} {:>13.3} {:>16.0} {:>13.3} {:>12.3} {:>12.3} {:>14.3} {:>14.1}",
             mesh.vertex_count(),
             mesh.tet_count(),
             local,
@@ -164,6 +175,7 @@ fn main() {
             stretches,
             matvec,
             solve,
+            correction,
             build_ms
         );
     }

@@ -44,6 +44,7 @@ pub mod polar_lanes;
 pub mod qp;
 pub mod skin;
 pub mod sparse;
+pub mod subtree_solve;
 pub mod surface;
 #[cfg(test)]
 mod test_rng;

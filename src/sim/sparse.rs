@@ -14,8 +14,9 @@
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};
 use faer::perm::PermRef;
+use faer::sparse::linalg::cholesky::supernodal::{SupernodalLltRef, SymbolicSupernodalCholesky};
 use faer::sparse::linalg::cholesky::{
-    CholeskySymbolicParams, LltRef, SymbolicCholesky, SymmetricOrdering,
+    CholeskySymbolicParams, LltRef, SymbolicCholesky, SymbolicCholeskyRaw, SymmetricOrdering,
     factorize_symbolic_cholesky,
 };
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
@@ -24,6 +25,7 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use super::math::Vec3;
+use super::subtree_solve::SubtreeSplit;
 
 /// Failure of a sparse factorization.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -213,8 +215,10 @@ pub const PARALLEL_MATVEC_ROWS: usize = 4096;
 /// Rows per parallel task of [`SymmetricMatrix::mul_vec3`].
 const MATVEC_CHUNK_ROWS: usize = 1024;
 
-/// Rows from which [`SparseCholesky::solve_correction_in_place`] solves x and y on one thread
-/// and z on another (below, handing work to the other thread costs about what it saves).
+/// Rows from which [`SparseCholesky::solve_correction_in_place`] runs on two threads: split
+/// along the elimination tree ([`super::subtree_solve`]) where the factor's tree allows, else
+/// x and y on one thread and z on another (below, handing work to the other thread costs
+/// about what it saves).
 pub const SPLIT_SOLVE_ROWS: usize = 4096;
 
 /// A prefactored sparse Cholesky `L = C C'` of a [`SymmetricMatrix`], solving three right-hand
@@ -235,6 +239,9 @@ pub struct SparseCholesky {
     mem_split: MemBuffer,
     /// Scratch one solve of a single right-hand side needs ([`SparseCholesky::solve_scalar_with`]).
     scalar_req: StackReq,
+    /// The elimination tree's split for the correction solve (from [`SPLIT_SOLVE_ROWS`] rows,
+    /// supernodal factors whose tree splits).
+    subtree_split: Option<SubtreeSplit>,
     ordering: FillOrdering,
     factored: bool,
 }
@@ -379,6 +386,12 @@ impl SparseCholesky {
         let scalar_req = symbolic.solve_in_place_scratch::<f64>(1, Par::Seq);
         let mem_split = MemBuffer::try_new(symbolic.solve_in_place_scratch::<f32>(1, Par::Seq))
             .map_err(|e| FactorError::Internal(format!("{e:?}")))?;
+        let subtree_split = match symbolic.raw() {
+            SymbolicCholeskyRaw::Supernodal(supernodal) if n >= SPLIT_SOLVE_ROWS => {
+                SubtreeSplit::new(supernodal)
+            }
+            _ => None,
+        };
         Ok(Self {
             factor_values: vec![0.0; symbolic.len_val()],
             factor_values_f32: vec![0.0; symbolic.len_val()],
@@ -391,6 +404,7 @@ impl SparseCholesky {
             mem,
             mem_split,
             scalar_req,
+            subtree_split,
             ordering,
             factored: false,
         })
@@ -465,17 +479,42 @@ impl SparseCholesky {
     /// (half the memory traffic of [`SparseCholesky::solve_in_place`]): a relative error of about
     /// `cond(L) * 6e-8`, meant for corrections whose size is small next to the solution's.
     ///
-    /// From [`SPLIT_SOLVE_ROWS`] rows on, x and y are solved on one thread and z on another
-    /// (rayon): a single body's solve otherwise leaves the second core idle. Whether it splits
-    /// depends on the body's size alone, so the result does not depend on the thread count.
-    /// Measured (40K-vertex cube, 10 solves, three runs):
-    /// 14.8-16.5 ms against 18.3 ms on one thread; at 10K 1.55-1.71 against 1.72 ms; faer's own
-    /// parallel solve (`Par::rayon(2)`) took 94.6 and 20.4 ms.
+    /// From [`SPLIT_SOLVE_ROWS`] rows on, the solve runs on two threads (rayon): a single
+    /// body's solve otherwise leaves the second core idle. A supernodal factor whose
+    /// elimination tree splits into two balanced groups of subtrees is solved by
+    /// [`SubtreeSplit`], each thread reading its half of the factor; otherwise x and y are
+    /// solved on one thread and z on another, each reading the whole factor. Which path runs
+    /// depends on the factor alone, so the result does not depend on the thread count.
+    /// Measured for the coordinate split (40K-vertex cube, 10 solves, three runs): 14.8-16.5
+    /// ms against 18.3 ms on one thread; at 10K 1.55-1.71 against 1.72 ms; faer's own parallel
+    /// solve (`Par::rayon(2)`) took 94.6 and 20.4 ms. The tree split against the coordinate
+    /// split: see [`super::subtree_solve`] (40K: 14.3-17.4 against 23.1-26.0 ms).
     pub fn solve_correction_in_place(&mut self, x: &mut [Vec3]) {
         if !self.factored {
             return;
         }
         let n = self.symbolic.nrows();
+        if let (Some(split), SymbolicCholeskyRaw::Supernodal(supernodal)) =
+            (&mut self.subtree_split, self.symbolic.raw())
+        {
+            let rhs = &mut self.rhs_f32[..3 * n];
+            let perm = self.symbolic.perm().map(|p| p.arrays());
+            for i in 0..n {
+                let v = x[perm.map_or(i, |(forward, _)| forward[i])];
+                rhs[i] = v.x as f32;
+                rhs[n + i] = v.y as f32;
+                rhs[2 * n + i] = v.z as f32;
+            }
+            split.solve_in_place(
+                SupernodalLltRef::new(supernodal, &self.factor_values_f32),
+                rhs,
+            );
+            for (i, v) in x.iter_mut().enumerate().take(n) {
+                let k = perm.map_or(i, |(_, inverse)| inverse[i]);
+                *v = Vec3::new(rhs[k] as f64, rhs[n + k] as f64, rhs[2 * n + k] as f64);
+            }
+            return;
+        }
         for (i, v) in x.iter().enumerate().take(n) {
             self.rhs_f32[i] = v.x as f32;
             self.rhs_f32[n + i] = v.y as f32;
@@ -529,10 +568,50 @@ impl SparseCholesky {
         llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(mem));
     }
 
+    /// Each thread's share of the factor in the correction solve's split along the elimination
+    /// tree ([`SubtreeSplit::shares`]), or `None` where the solve does not split the tree.
+    pub fn subtree_shares(&self) -> Option<[f64; 2]> {
+        self.subtree_split.as_ref().map(SubtreeSplit::shares)
+    }
+
+    /// The supernodal structure of the factor, where faer chose a supernodal one.
+    #[cfg(test)]
+    pub(crate) fn supernodal_symbolic(&self) -> Option<&SymbolicSupernodalCholesky<usize>> {
+        match self.symbolic.raw() {
+            SymbolicCholeskyRaw::Supernodal(supernodal) => Some(supernodal),
+            SymbolicCholeskyRaw::Simplicial(_) => None,
+        }
+    }
+
     /// Number of stored values of the factor.
     pub fn factor_nnz(&self) -> usize {
         self.factor_values.len()
     }
+}
+
+/// A lattice cube's PD-like matrix (graph Laplacian of its tets' edges plus 0.3 on the
+/// diagonal, a mass term) with `(resolution + 1)^3` vertices, and the vertices' positions (m).
+#[cfg(test)]
+pub(crate) fn lattice_test_system(resolution: usize) -> (SymmetricMatrix, Vec<Vec3>) {
+    let mesh = crate::sim::TetMesh::cuboid(Vec3::repeat(0.5), resolution);
+    let pairs: Vec<(u32, u32)> = mesh
+        .tets()
+        .iter()
+        .flat_map(|t| (0..4).flat_map(move |a| (a + 1..4).map(move |b| (t[a], t[b]))))
+        .collect();
+    let n = mesh.vertex_count();
+    let mut m = SymmetricMatrix::from_pairs(n, pairs.iter().copied());
+    for &(a, b) in &pairs {
+        for (i, j, s) in [(a, a, 1.0), (b, b, 1.0), (a, b, -1.0), (b, a, -1.0)] {
+            let k = m.slot(i as usize, j as usize).unwrap();
+            m.values_mut()[k] += s;
+        }
+    }
+    for i in 0..n {
+        let k = m.diag_slot(i);
+        m.values_mut()[k] += 0.3;
+    }
+    (m, mesh.rest_positions().to_vec())
 }
 
 #[cfg(test)]
@@ -707,35 +786,15 @@ mod tests {
         // A 22^3-vertex lattice's PD-like matrix (graph Laplacian plus mass): the dissection
         // ordering must be kept (fewer factor entries than AMD) and solve to the same answer
         // as the AMD factor, with a small residual through the CSR product.
-        let mesh = crate::sim::TetMesh::cuboid(Vec3::repeat(0.5), 21);
-        let pairs: Vec<(u32, u32)> = mesh
-            .tets()
-            .iter()
-            .flat_map(|t| (0..4).flat_map(move |a| (a + 1..4).map(move |b| (t[a], t[b]))))
-            .collect();
-        let n = mesh.vertex_count();
-        let mut m = SymmetricMatrix::from_pairs(n, pairs.iter().copied());
-        for &(a, b) in &pairs {
-            for (i, j, s) in [(a, a, 1.0), (b, b, 1.0), (a, b, -1.0), (b, a, -1.0)] {
-                let k = m.slot(i as usize, j as usize).unwrap();
-                m.values_mut()[k] += s;
-            }
-        }
-        for i in 0..n {
-            let k = m.diag_slot(i);
-            m.values_mut()[k] += 0.3;
-        }
+        let (m, rest) = lattice_test_system(21);
+        let n = m.dim();
         let mut amd = SparseCholesky::analyse(&m).unwrap();
-        let mut nd = SparseCholesky::analyse_with_coordinates(&m, mesh.rest_positions()).unwrap();
+        let mut nd = SparseCholesky::analyse_with_coordinates(&m, &rest).unwrap();
         assert_eq!(nd.ordering(), FillOrdering::NestedDissection);
         assert!(nd.factor_nnz() < amd.factor_nnz());
         amd.factorize(&m).unwrap();
         nd.factorize(&m).unwrap();
-        let b: Vec<Vec3> = mesh
-            .rest_positions()
-            .iter()
-            .map(|p| p.map(f64::sin))
-            .collect();
+        let b: Vec<Vec3> = rest.iter().map(|p| p.map(f64::sin)).collect();
         let (mut x_amd, mut x_nd) = (b.clone(), b.clone());
         amd.solve_in_place(&mut x_amd);
         nd.solve_in_place(&mut x_nd);
@@ -745,6 +804,45 @@ mod tests {
             assert!((x_nd[i] - x_amd[i]).norm() < 1e-10 * (1.0 + x_amd[i].norm()));
             assert!((ax[i] - b[i]).norm() < 1e-9);
         }
+    }
+
+    /// The correction solve of a large factor, split along its elimination tree, solves to
+    /// f32 accuracy (against the f64 solve) and gives the same bits on one thread as on two.
+    #[test]
+    fn the_tree_split_correction_solve_matches_the_f64_solve_on_any_thread_count() {
+        let (m, rest) = lattice_test_system(21);
+        let n = m.dim();
+        assert!(n >= SPLIT_SOLVE_ROWS);
+        let mut chol = SparseCholesky::analyse_with_coordinates(&m, &rest).unwrap();
+        chol.factorize(&m).unwrap();
+        let shares = chol.subtree_shares().expect("a lattice's tree splits");
+        assert!(shares.iter().all(|&s| s > 0.3), "{shares:?}");
+        let b: Vec<Vec3> = rest.iter().map(|p| p.map(|c| (7.0 * c).sin())).collect();
+        let mut exact = b.clone();
+        chol.solve_in_place(&mut exact);
+        let mut solve_on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut x = b.clone();
+            pool.install(|| chol.solve_correction_in_place(&mut x));
+            x
+        };
+        let (one, two) = (solve_on(1), solve_on(2));
+        assert_eq!(
+            one, two,
+            "the split's bits must not depend on the thread count"
+        );
+        let scale = exact.iter().map(|v| v.norm()).fold(0.0, f64::max);
+        let error = exact
+            .iter()
+            .zip(&two)
+            .map(|(e, x)| (e - x).norm())
+            .fold(0.0, f64::max);
+        // f32 rounding (6e-8) times the lattice matrix's condition number (about 50).
+        assert!(error < 1e-5 * scale, "{error:e} of {scale:e}");
+        assert!(error > 0.0, "an f32 solve should not be f64-exact");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};
 use faer::perm::PermRef;
-use faer::sparse::linalg::cholesky::supernodal::{SupernodalLltRef, SymbolicSupernodalCholesky};
+use faer::sparse::linalg::cholesky::supernodal::SupernodalLltRef;
 use faer::sparse::linalg::cholesky::{
     CholeskySymbolicParams, LltRef, SymbolicCholesky, SymbolicCholeskyRaw, SymmetricOrdering,
     factorize_symbolic_cholesky,
@@ -576,7 +576,10 @@ impl SparseCholesky {
 
     /// The supernodal structure of the factor, where faer chose a supernodal one.
     #[cfg(test)]
-    pub(crate) fn supernodal_symbolic(&self) -> Option<&SymbolicSupernodalCholesky<usize>> {
+    pub(crate) fn supernodal_symbolic(
+        &self,
+    ) -> Option<&faer::sparse::linalg::cholesky::supernodal::SymbolicSupernodalCholesky<usize>>
+    {
         match self.symbolic.raw() {
             SymbolicCholeskyRaw::Supernodal(supernodal) => Some(supernodal),
             SymbolicCholeskyRaw::Simplicial(_) => None,

@@ -170,9 +170,9 @@ impl SubtreeSplit {
         }
         let mut groups: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         let mut top_sorted = Vec::new();
-        for s in 0..count {
-            match group_of[s] {
-                g @ (0 | 1) => groups[g].push(s),
+        for (s, &g) in group_of.iter().enumerate() {
+            match g {
+                0 | 1 => groups[g].push(s),
                 _ => top_sorted.push(s),
             }
         }

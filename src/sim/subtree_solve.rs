@@ -40,10 +40,13 @@
 //! difference beyond the noise. The two worlds' positions agreed to 9e-8 m (40K) and 1e-10 m
 //! (10K).
 //!
-//! Per supernode, faer's matrix product packs the block it reads before multiplying, which
-//! for three right-hand sides moves more memory than the product itself (`perf`: the packing
-//! routines take about twice the samples of the f32 micro-kernels); a product kernel without
-//! packing is the next thing to try here.
+//! Tried and not kept (a scratch driver timing 90 solves of each version alternated in blocks
+//! of three, two runs): a kernel of its own for each supernode's product, reading the block once
+//! in its stored order instead of faer's product, which packs the block first (`perf` gives
+//! the packing about twice the samples of the f32 micro-kernels): 18.3-18.6 against 17.4-17.9
+//! ms at 40K, 1.83-3.03 against 1.94-3.10 at 10K; and faer's parallel kernels (`Par::rayon(2)`)
+//! for the top's supernodes of 200,000 entries or more, while the other thread is idle:
+//! 16.8-18.6 against 16.7-18.4 ms at 40K, and slower at 10K.
 
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::{

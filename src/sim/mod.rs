@@ -19,6 +19,7 @@
 //! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
 //! | [`fem`] | finite-element energies, gradients and SPD-projected Hessians (the Newton solver) |
 //! | [`ordering`] | nested-dissection fill-reducing ordering of the sparse Cholesky |
+//! | [`subtree_solve`] | the f32 triangular solves on two threads, split along the elimination tree |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
 //! | [`skin`] | soft flesh on skinned meshes: region cages, skinning targets, skinned write-back |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |

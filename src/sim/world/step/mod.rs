@@ -1120,8 +1120,9 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
 /// 2.59 against 1.60 ms at 10,648 vertices, 30.0 against 18.6 ms at 39,304). The f32 solve's
 /// relative error (1.0-1.6e-7 on the bench cubes) is then relative to the correction, not to
 /// the positions, and the next iteration's defect corrects it: the iterations converge to the
-/// f64 solution. From 4,096 vertices the solve runs on both threads, each on its half of the
-/// factor's elimination tree ([`crate::sim::subtree_solve`]).
+/// f64 solution. From 4,096 vertices the solve runs on both threads, each on its own subtrees
+/// of the factor's elimination tree, and one of them on the separators above them after
+/// ([`crate::sim::subtree_solve`]).
 fn unconstrained_solve(body: &mut SoftBody, force: &[Vec3]) {
     let SoftBody {
         pd, ws, last_step, ..

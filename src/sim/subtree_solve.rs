@@ -77,8 +77,6 @@ pub struct SubtreeSplit {
     groups: [Vec<usize>; 2],
     /// The supernodes of neither group (all ancestors of the groups' roots), increasing.
     top: Vec<usize>,
-    /// The rows of `top`'s supernodes as `[start, end)` ranges.
-    top_rows: Vec<(usize, usize)>,
     /// Each group's share of the factor's entries.
     shares: [f64; 2],
     /// Per group: a private copy of the right-hand sides (column-major, `n x 3`).
@@ -127,7 +125,6 @@ impl SubtreeSplit {
             }
         }
         let mut candidates: Vec<usize> = (0..count).filter(|&s| parent[s].is_none()).collect();
-        let mut top = Vec::new();
         let mut top_work = 0.0;
         let assignment = loop {
             candidates.sort_by(|&a, &b| subtree[b].total_cmp(&subtree[a]).then(a.cmp(&b)));
@@ -149,7 +146,6 @@ impl SubtreeSplit {
             if top_work > MAX_TOP_SHARE * total {
                 break None;
             }
-            top.push(heaviest);
             candidates.remove(0);
             candidates.extend(children[heaviest].iter().copied());
             if candidates.is_empty() {
@@ -174,22 +170,20 @@ impl SubtreeSplit {
             }
         }
         let mut groups: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
-        let mut top_sorted = Vec::new();
+        let mut top = Vec::new();
         for (s, &g) in group_of.iter().enumerate() {
             match g {
                 0 | 1 => groups[g].push(s),
-                _ => top_sorted.push(s),
+                _ => top.push(s),
             }
         }
-        let top_rows = top_sorted.iter().map(|&s| (begin[s], end[s])).collect();
         let longest = (0..count)
             .map(|s| symbolic.supernode(s).pattern().len())
             .max()
             .unwrap_or(0);
         Some(Self {
             groups,
-            top: top_sorted,
-            top_rows,
+            top,
             shares: [bins[0] / total, bins[1] / total],
             buffers: [vec![0.0; RHS * n], vec![0.0; RHS * n]],
             products: [vec![0.0; RHS * longest], vec![0.0; RHS * longest]],
@@ -208,6 +202,10 @@ impl SubtreeSplit {
     /// If `x` is not `3 n` long or `llt` is not the factor this split was made for.
     pub fn solve_in_place(&mut self, llt: SupernodalLltRef<'_, usize, f32>, x: &mut [f32]) {
         let n = llt.symbolic().nrows();
+        let (begin, end) = (
+            llt.symbolic().supernode_begin(),
+            llt.symbolic().supernode_end(),
+        );
         assert_eq!(
             x.len(),
             RHS * n,
@@ -216,7 +214,6 @@ impl SubtreeSplit {
         let Self {
             groups,
             top,
-            top_rows,
             buffers,
             products,
             ..
@@ -225,9 +222,9 @@ impl SubtreeSplit {
         let [product_0, product_1] = products;
         let start_group = |group: &[usize], buffer: &mut Vec<f32>, product: &mut Vec<f32>| {
             buffer.copy_from_slice(x);
-            for &(a, b) in top_rows.iter() {
+            for &s in top.iter() {
                 for c in 0..RHS {
-                    buffer[c * n + a..c * n + b].fill(0.0);
+                    buffer[c * n + begin[s]..c * n + end[s]].fill(0.0);
                 }
             }
             for &s in group {
@@ -241,8 +238,8 @@ impl SubtreeSplit {
         for (group, buffer) in [(&groups[0], &*buffer_0), (&groups[1], &*buffer_1)] {
             copy_rows(llt, group, buffer, x);
         }
-        for &(a, b) in top_rows.iter() {
-            for i in (0..RHS).flat_map(|c| c * n + a..c * n + b) {
+        for &s in top.iter() {
+            for i in (0..RHS).flat_map(|c| c * n + begin[s]..c * n + end[s]) {
                 x[i] = (x[i] + buffer_0[i]) + buffer_1[i];
             }
         }

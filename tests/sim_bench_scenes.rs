@@ -97,8 +97,8 @@ fn the_bench_cube_of_1k_vertices_lands_and_comes_to_rest() {
 }
 
 /// The armadillo lands on its feet at 0.07 s and falls over: its vertices are fastest (3.1
-/// m/s) at 0.85 s, as it comes down on its side. At rest from 2 s after that, 3 s (measured:
-/// 0.10 m/s at 2 s, 0.05 at 2.2 s, 6 mm/s at 3 s).
+/// m/s) at 0.85 s, as it comes down. At rest from 2 s after that, 3 s (measured: 0.10 m/s at
+/// 2 s, 0.05 at 2.2 s, 6 mm/s at 3 s).
 #[test]
 fn the_bench_armadillo_falls_over_and_comes_to_rest() {
     drop_and_check(armadillo(), 3.0, 3.5);

@@ -489,9 +489,9 @@ fn a_ball_thrown_at_a_pinned_soft_slab_at_10_m_s_stays_on_top_of_it() {
 }
 
 /// The same at 20 m/s: 2 s later 33 of the ball's 194 surface vertices are under the slab
-/// (27-33 over this spawn and three moved sideways by up to 3 cm), and from 30 m/s more. At the impact
-/// step most soft contacts get no row (165 of 270 in one such spawn): rows must not share
-/// vertices, and the slab's few vertices under the ball are taken. Coupled rows for the
+/// (27-33 over this spawn and three moved sideways by up to 3 cm), and from 30 m/s more. At
+/// the impact step most soft contacts get no row (165 of 270 in one such spawn): rows must not
+/// share vertices, and the slab's few vertices under the ball are taken. Coupled rows for the
 /// contacts left without one (a vertex against all three corners, solved in the contact
 /// subspace) cut this to 4-13 vertices (tried, not kept: overlapping spawns were then launched
 /// at 2.6 m/s). See the README's caveats.

@@ -1,4 +1,4 @@
-//! Contact benchmarks (`contact-regions-lcp-friction.txt`, section 5):
+//! Contact benchmarks (Lazarevych et al., section 5):
 //!
 //! - the velocity-level contact LCP of a static pile (twenty soft bodies settled in a bucket)
 //!   and of a dynamic scene (balls breaking a pyramid of soft skittles without gravity), solved

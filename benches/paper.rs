@@ -1,8 +1,8 @@
-//! The MPRGP paper's figure scenes (`../shared/papers/mprgp-collision-qp.txt`, Table 1) with the
+//! The MPRGP paper's figure scenes (Li et al. 2015, Table 1) with the
 //! world's Newton-MPRGP solver at the paper's sizes and time steps, and its comparison of MPRGP
 //! with ICA-style projected Gauss-Seidel (Fig. 10) on a recorded Newton-step QP.
 //!
-//! The paper's dragon and dinosaur are not in `../shared/meshes`; every scene uses a lattice
+//! The paper's dragon and dinosaur are not among the test meshes; every scene uses a lattice
 //! mesh of about the paper's vertex count instead (its tet count then differs: a lattice has
 //! about five tets per vertex, the paper's meshes three to five):
 //!

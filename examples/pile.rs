@@ -1,5 +1,5 @@
 //! Twenty rubber bodies of mixed sizes and stiffness poured into a bucket: soft-soft contact, stacking and
-//! friction between bodies, the contact regions of `contact-regions-lcp-friction.txt`'s static
+//! friction between bodies, the contact regions of Lazarevych et al.'s static
 //! scene.
 //!
 //! `cargo run --release --example pile`: drag to orbit, scroll to zoom, `P` to pause.

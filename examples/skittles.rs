@@ -1,5 +1,5 @@
 //! Two heavy balls breaking a pyramid of ten soft skittles, without gravity: the dynamic scene
-//! of `contact-regions-lcp-friction.txt` (every impact is a short-lived contact region).
+//! of Lazarevych et al. (every impact is a short-lived contact region).
 //!
 //! `cargo run --release --example skittles`: drag to orbit, scroll to zoom, `P` to pause.
 

@@ -1,5 +1,5 @@
 //! Crates and pillars of stiff rubber (E = 1e7 Pa) knocked over by a heavy ball, simulated by
-//! the Newton-MPRGP solver (`../shared/papers/mprgp-collision-qp.txt`): at this stiffness a few
+//! the Newton-MPRGP solver (Li et al. 2015): at this stiffness a few
 //! Projective Dynamics iterations leave the props visibly softer than their material, while a
 //! Newton step solves the finite-element energy itself.
 //!

@@ -3,7 +3,7 @@
 //! A game's detailed mesh (a character, a scanned prop) is wrapped in a coarse tet cage built by
 //! [`TetMesh::try_enclosing`] (see [`crate::sim::surface`]); the plugin embeds every render vertex
 //! barycentrically in the cage when the body is created and writes the deformed positions and
-//! normals back each frame (`thesis-corotational-fem-embedded-contact.txt`, section 5.7).
+//! normals back each frame (the embedded-contact thesis, section 5.7).
 //!
 //! ```
 //! use bevy::prelude::*;

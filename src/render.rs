@@ -1,7 +1,7 @@
 //! Write-back of simulated positions into render meshes.
 //!
-//! Every body has a list of render points embedded in its tets (`thesis-corotational-fem-
-//! embedded-contact.txt`, section 5.7): the surface vertices of the tet mesh when the game gave
+//! Every body has a list of render points embedded in its tets (the embedded-contact
+//! thesis, section 5.7): the surface vertices of the tet mesh when the game gave
 //! no render mesh, or the vertices of the game's own `Mesh3d` (a detailed mesh embedded in a
 //! coarse simulation mesh). After each fixed step the points are evaluated in world space and
 //! kept with the previous step's, with their mean and the body's turn since it was created:

@@ -2,7 +2,7 @@
 //!
 //! A detailed surface (a render mesh, a set of collision proxies) follows a coarse simulation
 //! mesh if each of its points stores the tet it lies in and its barycentric weights there, computed
-//! once at rest (`thesis-corotational-fem-embedded-contact.txt`, section 5.7; proxies in the
+//! once at rest (the embedded-contact thesis, section 5.7; proxies in the
 //! localized-collisions PD paper, section 4). The deformed point is then `sum_k w_k x_k`: linear in
 //! the tet's vertices, so a constraint on it is a row of eq. (8) of the MPRGP paper.
 

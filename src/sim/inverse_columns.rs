@@ -4,7 +4,7 @@
 //!
 //! With the columns of the vertices a contact QP touches, the QP can be solved in the contact
 //! subspace, through the Schur complement `S = J A^-1 J'` of the prefactored system
-//! (`../shared/papers/pd-localized-collisions-schur.txt`, section 4, where the collision-prone
+//! (Wang et al. 2020, section 4, where the collision-prone
 //! vertices are fixed in advance and eliminated by a partial factorization; here they are the
 //! vertices contacts touch, found at run time, and their columns come from the existing
 //! factor, one scalar solve each). The matrix is constant while the body's material, pins and

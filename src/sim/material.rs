@@ -8,7 +8,7 @@
 //! `lambda V`, `V` the rest volume (m^3).
 //!
 //! Optional strain limits give the *biphasic* material of the localized-collisions PD paper
-//! (`pd-localized-collisions-schur.txt`, section on material models): soft while the principal
+//! (Wang et al. 2020, section on material models): soft while the principal
 //! stretches stay inside `[min, max]`, stiff outside.
 
 use thiserror::Error;

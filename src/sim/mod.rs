@@ -1,7 +1,7 @@
 //! The simulation core: plain Rust, `f64`, no Bevy.
 //!
 //! Everything here takes plain arrays (`&[Vec3]`, indices) and is unit-tested and benchmarked on
-//! its own; the ECS layer converts at the boundary once per step (`../shared/DESIGN.md` section 2).
+//! its own; the ECS layer converts at the boundary once per step (see `docs/ARCHITECTURE.md`).
 //!
 //! | module | what |
 //! | --- | --- |

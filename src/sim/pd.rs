@@ -1,5 +1,5 @@
 //! Projective Dynamics for corotated tetrahedra (Bouaziz et al. 2014; the localized-collisions PD
-//! paper, `pd-localized-collisions-schur.txt` sections 3-4).
+//! paper, Wang et al. 2020 sections 3-4).
 //!
 //! One implicit Euler step minimises
 //!

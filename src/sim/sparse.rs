@@ -3,13 +3,13 @@
 //! The Projective Dynamics global matrix `A = M / h^2 + sum_t w_t G_t' G_t` acts identically on
 //! the x, y and z coordinates (it is `L (x) I_3` for a scalar `n x n` matrix `L`), so one scalar
 //! matrix over the free vertices is stored and factored, and every solve handles the three
-//! coordinates as three right-hand sides (`../shared/DESIGN.md` section 4.1).
+//! coordinates as three right-hand sides (Bouaziz et al. 2014, section 5).
 //!
 //! Storage: the full matrix in CSR (sorted columns) for the matrix-vector products of the
 //! iterative solvers, plus the upper triangle in CSC that faer's supernodal Cholesky reads; a
 //! precomputed index map refills it from the CSR values. The symbolic analysis (fill-reducing
 //! ordering, supernodal structure) runs once per sparsity pattern; a change of material, pins or time step
-//! only refills values and runs the numeric factorization again (STYLE.md rule 10).
+//! only refills values and runs the numeric factorization again (factor once, refactor numerically on change, solve every step).
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};

@@ -1,7 +1,7 @@
 //! Closed triangle surfaces and the coarse tet cage built around them.
 //!
 //! A detailed render mesh (a scanned bunny, a character from a glTF scene) is far too fine to
-//! simulate. Following `thesis-corotational-fem-embedded-contact.txt` (section 5.7 and the
+//! simulate. Following the embedded-contact thesis (section 5.7 and the
 //! conclusions), we simulate a coarse lattice of tets that *strictly bounds* the surface and
 //! carry the detailed vertices along with barycentric weights ([`crate::sim::embed`]).
 //!

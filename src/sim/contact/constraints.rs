@@ -1,5 +1,5 @@
 //! Contacts to decoupled constraint rows (collision decoupling, section 5 of
-//! `mprgp-collision-qp.txt`).
+//! Li et al. 2015).
 //!
 //! A contact is a linear inequality `sum_k a_k . x_k >= c` over a few vertices (eq. (8)): a proxy
 //! against an obstacle plane (one vertex, or the four of the tet an embedded proxy sits in), or a

@@ -4,7 +4,7 @@
 //! Point-triangle contacts ([`super::soft`]) keep every surface *vertex* out of the other
 //! surface, but two surfaces can still cross with no vertex inside the other: a cube's edge
 //! pressed across the edge of another cube's face, or a face draped over a corner, where an
-//! edge passes through a face between its vertices. `mprgp-collision-qp.txt` has only the
+//! edge passes through a face between its vertices. Li et al. 2015 has only the
 //! point-triangle row (eq. (8)); the edge-edge row here is its analogue for two edges, built the
 //! same way: with the closest points `p = (1 - s) a0 + s a1` and `q = (1 - t) b0 + t b1` of the
 //! two edges and the unit direction `n` from `q` to `p`, all frozen at detection,

@@ -1,6 +1,6 @@
 //! The velocity-level contact problem with Coulomb friction, split into independent contact
 //! regions and solved by projected conjugate gradients followed by projected Gauss-Seidel
-//! (`contact-regions-lcp-friction.txt`, sections 3 and 4).
+//! (Lazarevych et al., sections 3 and 4).
 //!
 //! # The problem
 //! Contact `c` acts on up to [`MAX_TERMS`] vertices with weights `w_cv` (positive on the side

@@ -14,7 +14,7 @@
 //!    the overlap's vector-area normal.
 //! 4. [`constraints`]: contacts become rows `J x >= c`; *collision decoupling* keeps rows
 //!    vertex-disjoint, deepest first, so `J J'` is (block) diagonal (section 5 of
-//!    `mprgp-collision-qp.txt` picks at random; we pick the deepest so the most dangerous
+//!    Li et al. 2015 picks at random; we pick the deepest so the most dangerous
 //!    penetration is always resolved, deterministically). Unlike the paper, a vertex may keep
 //!    one row per obstacle, up to three (floor and wall of a room's corner): dropping one of them
 //!    let a jelly thrown into a corner sink 3 cm into the wall; and a soft-soft row holds taken
@@ -25,7 +25,7 @@
 //! 6. [`regions`]: contacts split into vertex-disjoint regions (union-find, deterministic ids);
 //!    [`lcp`]: the velocity-level problem of each region with restitution and Coulomb friction
 //!    (cone or pyramid), projected CG then projected Gauss-Seidel, regions in parallel
-//!    (`contact-regions-lcp-friction.txt`).
+//!    (Lazarevych et al.).
 
 pub mod broadphase;
 pub mod constraints;

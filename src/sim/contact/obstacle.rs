@@ -3,7 +3,7 @@
 //! This module is the one place where the `f64` nalgebra vectors of the core meet parry3d's `f32`
 //! glam types (parry3d >= 0.26 uses glam). Half-spaces and balls are evaluated analytically in
 //! `f64`; every other shape goes through parry3d's point projection. The inside test follows the
-//! facts checked for parry 0.31 (`../shared/DESIGN.md` section 7): exact for convex shapes, a
+//! facts checked for parry 0.31: exact for convex shapes, a
 //! triangle mesh is built with the `ORIENTED` flag so its pseudo-normals decide inside/outside,
 //! and a height field (whose `contains_point` is always false) is tested by a vertical ray.
 

@@ -7,7 +7,7 @@
 //! be on the far side, and a vertex farther from every face than the contact margin has no
 //! candidate triangle at all: two cubes spawned half into each other kept their overlap for
 //! good. Following the contact determination for intersecting solids of
-//! `thesis-corotational-fem-embedded-contact.txt` (chapter 5: flood the surface patch inside the
+//! the embedded-contact thesis (chapter 5: flood the surface patch inside the
 //! other body from the intersection; one normal for the region from its vector area, Appendix
 //! A.3), here:
 //!

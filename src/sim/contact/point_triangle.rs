@@ -1,7 +1,7 @@
 //! The point-triangle contact between a proxy of one body and a boundary triangle of another
 //! (or of the same body, for self-collision).
 //!
-//! The constraint is eq. (8) of `mprgp-collision-qp.txt`: with the closest point of the triangle
+//! The constraint is eq. (8) of Li et al. 2015: with the closest point of the triangle
 //! `q = w_a a + w_b b + w_c c` and the triangle's outward unit normal `n`, both frozen at
 //! detection time, the proxy `p` must stay on the outer side,
 //!

@@ -1,5 +1,5 @@
 //! Contact regions: constraints split into groups that share no vertex
-//! (`contact-regions-lcp-friction.txt`, section 3).
+//! (Lazarevych et al., section 3).
 //!
 //! Two constraints belong to the same region when they act on a common vertex, directly or
 //! through a chain of constraints. Regions are independent problems: the velocity-level LCP of

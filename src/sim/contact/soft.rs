@@ -2,7 +2,7 @@
 //! another, or of the same body (self-collision).
 //!
 //! Each candidate pair of the broadphase ([`super::candidate_pairs`]) becomes the point-triangle
-//! contact of eq. (8) of `mprgp-collision-qp.txt` ([`super::point_triangle_contact`]): closest
+//! contact of eq. (8) of Li et al. 2015 ([`super::point_triangle_contact`]): closest
 //! point weights and a normal, both frozen at detection. The normal is the separation direction
 //! (closest point to vertex) for a vertex in front of the triangle — which is the face normal
 //! over the face's interior, and the right normal over a shared edge or corner, where the face

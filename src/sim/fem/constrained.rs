@@ -1,5 +1,5 @@
 //! Newton iterations whose linear systems carry contact rows: the QP of eq. 8 of
-//! `../shared/papers/mprgp-collision-qp.txt`, solved by MPRGP ([`crate::sim::qp::mprgp`]).
+//! Li et al. 2015, solved by MPRGP ([`crate::sim::qp::mprgp`]).
 //!
 //! At an iterate `x` with gradient `g` and Newton matrix `H = w M + K(x)` (projected element
 //! Hessians, [`super::newton`]), the step `d` minimises `1/2 d'Hd + g'd` subject to the rows

@@ -1,4 +1,4 @@
-//! Finite-element elasticity for the Newton solver (`../shared/papers/mprgp-collision-qp.txt`,
+//! Finite-element elasticity for the Newton solver (Li et al. 2015,
 //! eq. 4-7: one Newton step of implicit Euler on a hyperelastic energy per time step).
 //!
 //! Where Projective Dynamics ([`crate::sim::pd`]) keeps a constant matrix and pays for it with

@@ -1,5 +1,5 @@
 //! Newton's method on one body's incremental potential, without contact: the unconstrained core
-//! of the MPRGP paper's time step (`../shared/papers/mprgp-collision-qp.txt`, eq. 4-7), which
+//! of the MPRGP paper's time step (Li et al. 2015, eq. 4-7), which
 //! takes one Newton step of implicit Euler per frame and solves its linear system (with the
 //! contact rows, eq. 8) as a QP.
 //!

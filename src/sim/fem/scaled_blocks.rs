@@ -1,7 +1,7 @@
 //! The Jacobi-scaled Newton matrix as 3x3 blocks: the operator MPRGP iterates with.
 //!
 //! MPRGP solves the contact QP on `D^-1/2 H D^-1/2` (`D = diag H`: the Jacobi preconditioner of
-//! `../shared/papers/mprgp-collision-qp.txt` section 6.1). Applied around the scalar CSR matrix
+//! Li et al. 2015 section 6.1). Applied around the scalar CSR matrix
 //! ([`crate::sim::sparse::SymmetricMatrix`]) that costs three passes per product, and each of a
 //! vertex's three rows reads its own copy of the column indices and gathers every neighbour's
 //! position again. This copy is refreshed once per assembly (one pass over the matrix) and

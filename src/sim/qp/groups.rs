@@ -1,6 +1,6 @@
 //! Row groups and the closed-form operators of the extended MPRGP on them.
 //!
-//! The MPRGP paper's generalised operators (`mprgp-collision-qp.txt`, eq. 15-20) need solves with
+//! The MPRGP paper's generalised operators (Li et al. 2015, eq. 15-20) need solves with
 //! `J J'` on the active rows. *Collision decoupling* (section 5) makes them cheap by keeping rows
 //! vertex-disjoint. We keep that rule with one relaxation: up to [`MAX_ROWS_PER_VERTEX`]
 //! single-vertex rows may share their vertex (a vertex in the corner between the floor and a

@@ -6,7 +6,7 @@
 //!
 //! `x` is a list of 3-vectors (one per free vertex), `A` symmetric positive definite, and each
 //! row of `J` touches at most four vertices (a vertex against an obstacle, or a point of a
-//! triangle or tet against a surface: eq. (8) of the MPRGP paper, `mprgp-collision-qp.txt`).
+//! triangle or tet against a surface: eq. (8) of the MPRGP paper, Li et al. 2015).
 //! The solvers require *decoupled* rows (section 5 of the paper, "collision decoupling"): no
 //! vertex appears in two rows, except that up to three one-vertex rows may share a vertex (a
 //! corner). `J J'` is then block diagonal with blocks of size at most 3 and every MPRGP operator

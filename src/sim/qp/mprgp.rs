@@ -1,5 +1,5 @@
 //! MPRGP extended to decoupled linear inequality constraints (Li, Pan, Huang, Bao, Jin,
-//! `mprgp-collision-qp.txt`, sections 3.3-5; Dostal 2009 for the original box-constrained method).
+//! Li et al. 2015, sections 3.3-5; Dostal 2009 for the original box-constrained method).
 //!
 //! MPRGP ("modified proportioning with reduced gradient projections") minimises a convex QP with
 //! three kinds of steps chosen by comparing the *chopped gradient* `beta` (how much the objective

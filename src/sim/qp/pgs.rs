@@ -1,5 +1,5 @@
 //! Projected Gauss-Seidel on the dual of the contact QP: the ICA-style baseline the MPRGP paper
-//! compares against (`mprgp-collision-qp.txt`, section 6.2, and eq. (2)).
+//! compares against (Li et al. 2015, section 6.2, and eq. (2)).
 //!
 //! The KKT conditions of `min 1/2 x'Ax - b'x s.t. Jx >= c` are `A x - b = J' lambda`,
 //! `lambda >= 0`, `J x - c >= 0`, complementary. Eliminating `x = x_u + A^-1 J' lambda`

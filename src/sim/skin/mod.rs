@@ -17,14 +17,14 @@
 //!    largest joints kept), and so an LBS target `t_k = M_k c_k` for each animation pose. Cage
 //!    vertices near a bone are tied to their targets by stiff zero-rest-length springs, the
 //!    others weakly or not at all ([`spring_stiffness`]): the bone attachments of
-//!    `pd-localized-collisions-schur.txt` (section 5, "skeletal bones are attached to the
+//!    Wang et al. 2020 (section 5, "skeletal bones are attached to the
 //!    simulation mesh by zero restlength springs"), here through the world's attachments. The
 //!    flesh then follows the animation, lags, jiggles and squashes on contact. Deviation: the
 //!    paper samples springs over the bones' surfaces; a glTF skeleton has joints, not bone
 //!    geometry, so a cage vertex's spring is chosen by its distance to the segments between a
 //!    joint and its parent, measured in cells.
 //! 3. **Embedding**: the region's mesh vertices are embedded barycentrically in the cage at rest
-//!    (`thesis-corotational-fem-embedded-contact.txt`, section 5.7: "directly compatible with
+//!    (the embedded-contact thesis, section 5.7: "directly compatible with
 //!    ... linear-blend skinning").
 //! 4. **Write-back** ([`SkinnedWriteback`]): each region vertex is drawn at its skinned position
 //!    plus the cage's displacement from its targets there, `p = M_v v + s_v sum_k b_k (x_k -
@@ -36,7 +36,7 @@
 //!    rotation taking its smooth rest normal to its smooth deformed normal (so hard edges and
 //!    UV seams keep their authored shading).
 //!
-//! Deviation: `../shared/DESIGN.md` planned to write the simulated positions directly into a
+//! Deviation: the first design planned to write the simulated positions directly into a
 //! mesh drawn without skinning. Writing bind-space positions keeps the engine's GPU skinning for
 //! every vertex (outside the region nothing is computed on the CPU) and makes the seam a blend
 //! weight instead of two meshes; and drawing the *displacement* on top of the vertex's own

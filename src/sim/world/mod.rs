@@ -142,7 +142,7 @@ pub struct WorldSettings {
     /// caps. Default: [`LcpSettings::default`].
     pub lcp: LcpSettings,
     /// Solve the contact LCP region by region (true) or as one monolithic problem (false, the
-    /// baseline of `contact-regions-lcp-friction.txt`). Default: true.
+    /// baseline of Lazarevych et al.). Default: true.
     pub separate_regions: bool,
     /// Extra damping of the rigid motion of bodies that have moved slowly for a while, so that
     /// stacks and piles come to rest (see [`Settling`]). Default: [`Settling::default`].

@@ -5,7 +5,7 @@
 //! prefactored matrix per body: cheap iterations, many of them, and a material that looks
 //! softer than it is where they are cut short (stiff bodies, `E >= 1e6` Pa).
 //!
-//! **Newton-MPRGP** (`../shared/papers/mprgp-collision-qp.txt`, eq. 4-8) linearises the
+//! **Newton-MPRGP** (Li et al. 2015, eq. 4-8) linearises the
 //! finite-element elastic forces ([`crate::sim::fem`]) at each iterate: the Newton matrix
 //! `M/h^2 + K(x)` (element Hessians projected to positive semi-definite, plus the attachments'
 //! and the grab spring's stiffness) is assembled every iteration, and the step with its contact

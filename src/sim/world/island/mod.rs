@@ -3,7 +3,7 @@
 //! A soft-soft contact row couples the unknowns of two bodies, so the PD global step of bodies
 //! in contact is one QP over all of their free vertices: `A` block diagonal (each body's
 //! prefactored PD matrix), `b` the stacked right-hand sides, and the rows of every obstacle and
-//! soft-soft contact of the group (eq. (8) of `mprgp-collision-qp.txt`). Bodies linked by
+//! soft-soft contact of the group (eq. (8) of Li et al. 2015). Bodies linked by
 //! contacts, directly or through others, form an *island* (union-find at the start of the step);
 //! a body touching nothing is an island of one, which is exactly the single-body step. Islands
 //! are independent and solved in parallel; the local steps and prefactored solves stay per body.

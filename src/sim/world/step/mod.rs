@@ -1,4 +1,4 @@
-//! One substep of the world (`../shared/DESIGN.md` section 3, phases 2-7):
+//! One substep of the world (`docs/ARCHITECTURE.md`, the step's phases 2-7):
 //!
 //! 1. **Predict** (per body, parallel): `y = x + h v + h^2 g`, speculative obstacle contacts
 //!    along the predicted motion of every collider (the proxies, and every vertex that is not

@@ -7,7 +7,7 @@
 //! attachments, grab spring) has the gradient `g_k` and the Newton matrix `H_k`; the
 //! linearised step minimises `1/2 x'H_k x - b_k'x` with `b_k = H_k x_k - g_k`, which is the
 //! PD global step's form with `H_k` in place of the constant matrix. The island's QP is
-//! then eq. 8 of `../shared/papers/mprgp-collision-qp.txt`.
+//! then eq. 8 of Li et al. 2015.
 //!
 //! The iterate's residual (see the step's `residual` module) is `g_k - J' lambda - f`; the
 //! forces the previous QP balanced are `H_(k-1) x_k - b_(k-1) - kkt`, so it takes one product

@@ -33,7 +33,7 @@ pub struct WorldSettings {
     /// optimality condition at the iterate is at most this (dimensionless, against the step's
     /// `max(||grad Phi(x_0)||, ||M g||)` at the first iterate `x_0 = x + h v`; measured at the
     /// cost of a pass over the vertices per
-    /// iteration, see [`BodyStepStats::pd_residual`]), and at the latest after
+    /// iteration, see [`super::BodyStepStats::pd_residual`]), and at the latest after
     /// [`Self::pd_iterations`]. Contact QPs left to MPRGP are then solved to a quarter of the
     /// residual still left (at most [`Self::mprgp`]'s tolerance). 0 runs every iteration with
     /// those QPs at [`Self::mprgp`]'s tolerance alone. Default: [`DEFAULT_PD_TOLERANCE`].
@@ -111,13 +111,13 @@ pub struct WorldSettings {
     /// Bodies and islands at rest are skipped by the step until something wakes them (see
     /// [`Sleeping`]). Default: [`Sleeping::default`].
     pub sleeping: Sleeping,
-    /// Measure every body's energy at each phase of the step ([`EnergyAudit`], in
+    /// Measure every body's energy at each phase of the step ([`super::EnergyAudit`], in
     /// [`super::StepReport::energy`] and [`super::SoftWorld::last_step_stats`]): a debugging aid that costs
     /// three elastic-energy evaluations per body per step. Default: false.
     pub energy_audit: bool,
     /// Measure how far each step's PD iterations are from the implicit step's solution: the
     /// relative residual of its optimality condition, contact and friction forces included (in
-    /// [`BodyStepStats::residual`] and [`StepReport::residual`]; see the step module's
+    /// [`super::BodyStepStats::residual`] and [`super::StepReport::residual`]; see the step module's
     /// `residual`). Costs two extra local steps per body per step. Default: false.
     pub measure_residual: bool,
 }

@@ -132,7 +132,8 @@ impl UpperBlock {
                 if self.accumulator[k] == 0.0 {
                     self.columns.push(k as u32);
                 }
-                self.accumulator[k] += island.coupled.bodies[b as usize].coupling_term(&rigid[j], &rigid[k]);
+                self.accumulator[k] +=
+                    island.coupled.bodies[b as usize].coupling_term(&rigid[j], &rigid[k]);
             }
             self.columns.sort_unstable();
             self.columns.dedup();

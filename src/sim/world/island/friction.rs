@@ -105,7 +105,8 @@ impl ContactMemory {
             let Some(key) = contact.key() else { continue };
             let lambda = island.lambda[i];
             if island.mu[i] * lambda > 0.0 {
-                self.locals.push((key, island.friction_update.local[i], contact.normal()));
+                self.locals
+                    .push((key, island.friction_update.local[i], contact.normal()));
             }
             if lambda > 0.0 {
                 self.normal_forces.push((key, lambda, contact.normal()));

@@ -40,7 +40,8 @@
 
 use rayon::prelude::*;
 
-use super::{Island, Layout};
+use super::Island;
+use super::layout::Layout;
 use crate::sim::math::Vec3;
 use crate::sim::qp::dense_lcp::{DenseLcpStats, SymmetricRows};
 use crate::sim::world::body::SoftBody;

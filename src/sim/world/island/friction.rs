@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use super::Island;
+use super::contact::{ContactKey, IslandContact};
+use super::layout::Layout;
 use super::rigid::NO_RIGID;
-use super::{ContactKey, Island, IslandContact, Layout};
 use crate::sim::contact::lcp::tangents;
 use crate::sim::contact::{FrictionModel, Obstacle};
 use crate::sim::math::Vec3;

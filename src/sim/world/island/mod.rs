@@ -35,7 +35,10 @@
 //!
 //! | File | What it holds |
 //! |------|---------------|
-//! | `mod.rs` | [`IslandContact`], [`Layout`], [`Island`] (the fields every stage shares), [`Island::begin`], the rows ([`Island::build_rows`]), the constrained global step ([`Island::solve`]), convergence and the Chebyshev and Anderson weights |
+//! | `contact.rs` | [`IslandContact`]: a contact the QP constrains, its terms, key and coefficients |
+//! | `layout.rs` | [`Layout`]: where each body's unknowns are; [`NO_ISLAND`] |
+//! | `matrix.rs` | `IslandMatrix`: the island's `A` as an operator over the members' blocks |
+//! | `mod.rs` | [`Island`] (the fields every stage shares), [`Island::begin`], the rows ([`Island::build_rows`]), the constrained global step ([`Island::solve`]), convergence and the Chebyshev and Anderson weights |
 //! | `dual.rs` | the QP in the contact subspace, a dense LCP over the rows (`DualState`) |
 //! | `warm_start.rs` | the MPRGP solve's starting point (`WarmStart`) |
 //! | `rigid.rs` | coupled rigid bodies as unknowns of the QP (`CoupledRigid`) |
@@ -45,9 +48,12 @@
 //! | `restitution.rs` | the rebound force after the position solve (`Restitution`) |
 //! | `tests.rs` | tests that need the world's internals |
 
+mod contact;
 mod dual;
 mod friction;
+mod layout;
 mod line_search;
+mod matrix;
 mod redetect;
 mod restitution;
 mod rigid;
@@ -55,7 +61,10 @@ mod rigid;
 mod tests;
 mod warm_start;
 
+pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact};
 pub(crate) use friction::ContactMemory;
+pub(crate) use layout::{Layout, NO_ISLAND};
+use matrix::IslandMatrix;
 
 use std::time::{Duration, Instant};
 
@@ -68,7 +77,6 @@ use crate::sim::contact::{
     Contact, EdgeContact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
 };
 use crate::sim::math::Vec3;
-use crate::sim::pd::PINNED;
 use crate::sim::qp::mprgp::Mprgp;
 use crate::sim::qp::{ConstraintRow, ContactForces, QpProblem, SpdOperator};
 use crate::sim::world::anderson::{AndersonState, MAX_ANDERSON_WINDOW};
@@ -80,193 +88,6 @@ pub(crate) const VIOLATION_TOLERANCE: f64 = 1e-4;
 /// The contact QP's tolerance, as a share of the PD iterations' relative residual (see
 /// [`Island::solve`]).
 const QP_TOLERANCE_SHARE: f64 = 0.25;
-
-/// Island id of a body that is in none (frozen).
-pub(crate) const NO_ISLAND: u32 = u32::MAX;
-
-/// A contact an island's QP constrains.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum IslandContact {
-    /// A proxy of body `body` (world index) against an obstacle.
-    Obstacle {
-        /// The body.
-        body: u32,
-        /// The contact (proxy index, obstacle index, plane).
-        contact: Contact,
-    },
-    /// A surface vertex against a triangle (world body indices inside).
-    Soft(SoftContact),
-    /// A boundary edge against a boundary edge (world body indices inside).
-    Edge(EdgeContact),
-}
-
-/// The gap (m) an edge-edge row keeps, as a share of the vertex-triangle skin: smaller, so
-/// that where faces rest on faces (every edge pair within the skin) the vertex rows come first
-/// in the decoupler's deepest-first order and the edge rows only bind where edges cross.
-pub(crate) const EDGE_SKIN_SHARE: f64 = 0.5;
-
-/// Identity of a contact across steps: `[0, body, collider, obstacle]` for an obstacle contact,
-/// `[1, vertex body, vertex, triangle body]` for a vertex-triangle contact (which keeps one
-/// contact per vertex and pair of bodies, whatever triangle it slides to).
-pub(crate) type ContactKey = [u32; 4];
-
-/// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
-/// constrains (positive on the side the normal points to).
-pub(crate) type Terms = ([(u32, u32, f64); 7], usize);
-
-impl IslandContact {
-    /// The contact's vertex terms (weights below 1e-12 left out).
-    pub fn terms(&self, bodies: &[SoftBody]) -> Terms {
-        let mut out = ([(0, 0, 0.0); 7], 0);
-        let mut push = |b: u32, v: u32, w: f64| {
-            if w.abs() >= 1e-12 {
-                out.0[out.1] = (b, v, w);
-                out.1 += 1;
-            }
-        };
-        match self {
-            IslandContact::Obstacle { body, contact } => {
-                let proxy = &bodies[*body as usize].colliders[contact.proxy as usize];
-                for k in 0..4 {
-                    push(*body, proxy.vertices[k], proxy.weights[k]);
-                }
-            }
-            IslandContact::Soft(c) => {
-                push(c.vertex_body, c.vertex, 1.0);
-                for k in 0..3 {
-                    push(c.triangle_body, c.triangle_vertices[k], -c.weights[k]);
-                }
-            }
-            IslandContact::Edge(c) => {
-                for (b, v, w) in c.terms() {
-                    push(b, v, w);
-                }
-            }
-        }
-        out
-    }
-
-    /// The vertices of body `body` the contact touches (with `colliders` that body's
-    /// collision points; a proxy's vertices of weight below 1e-12 left out), in no order.
-    pub fn vertices_of<'a>(
-        &'a self,
-        body: u32,
-        colliders: &'a [crate::sim::embed::EmbeddedPoint],
-    ) -> impl Iterator<Item = u32> + 'a {
-        // Up to four vertices: a proxy's, or the two sides' of a soft or edge contact, of which
-        // one, both (a self-contact) or neither may be on `body`.
-        let sides = |a: bool, first: &[u32], b: bool, second: &[u32]| {
-            let mut out = ([0u32; 4], 0);
-            for side in [a.then_some(first), b.then_some(second)]
-                .into_iter()
-                .flatten()
-            {
-                out.0[out.1..out.1 + side.len()].copy_from_slice(side);
-                out.1 += side.len();
-            }
-            out
-        };
-        let (list, count) = match self {
-            IslandContact::Obstacle { body: b, contact } if *b == body => {
-                let proxy = &colliders[contact.proxy as usize];
-                let mut out = ([0u32; 4], 0);
-                for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
-                    if w.abs() >= 1e-12 {
-                        out.0[out.1] = v;
-                        out.1 += 1;
-                    }
-                }
-                out
-            }
-            IslandContact::Obstacle { .. } => ([0; 4], 0),
-            IslandContact::Soft(c) => sides(
-                c.vertex_body == body,
-                &[c.vertex],
-                c.triangle_body == body,
-                &c.triangle_vertices,
-            ),
-            IslandContact::Edge(c) => {
-                sides(c.body_a == body, &c.edge_a, c.body_b == body, &c.edge_b)
-            }
-        };
-        list.into_iter().take(count)
-    }
-
-    /// The contact's identity across steps, or `None` for an edge-edge contact (frictionless,
-    /// so it has no friction to carry).
-    pub fn key(&self) -> Option<ContactKey> {
-        match self {
-            IslandContact::Obstacle { body, contact } => {
-                Some([0, *body, contact.proxy, contact.obstacle])
-            }
-            IslandContact::Soft(c) => Some([1, c.vertex_body, c.vertex, c.triangle_body]),
-            IslandContact::Edge(_) => None,
-        }
-    }
-
-    /// The two bodies of a soft contact (the positive side's first), or `None` for an obstacle
-    /// contact.
-    pub fn soft_bodies(&self) -> Option<(u32, u32)> {
-        match self {
-            IslandContact::Obstacle { .. } => None,
-            IslandContact::Soft(c) => Some((c.vertex_body, c.triangle_body)),
-            IslandContact::Edge(c) => Some((c.body_a, c.body_b)),
-        }
-    }
-
-    /// The contact normal (unit).
-    pub fn normal(&self) -> Vec3 {
-        match self {
-            IslandContact::Obstacle { contact, .. } => contact.normal,
-            IslandContact::Soft(c) => c.normal,
-            IslandContact::Edge(c) => c.normal,
-        }
-    }
-
-    /// Friction and restitution of the contact (combined).
-    fn coefficients(&self, bodies: &[SoftBody], obstacles: &[Obstacle]) -> (f64, f64) {
-        match self {
-            IslandContact::Obstacle { body, contact } => bodies[*body as usize]
-                .material
-                .surface()
-                .combine(obstacles[contact.obstacle as usize].surface()),
-            IslandContact::Soft(c) => bodies[c.vertex_body as usize]
-                .material
-                .surface()
-                .combine(&bodies[c.triangle_body as usize].material.surface()),
-            // Edge rows are frictionless: they meet where two creases cross, between vertices
-            // whose own contacts carry the friction (with friction on edge rows too, a stack of
-            // cubes drifted sideways by centimetres).
-            IslandContact::Edge(c) => {
-                let (_, e) = bodies[c.body_a as usize]
-                    .material
-                    .surface()
-                    .combine(&bodies[c.body_b as usize].material.surface());
-                (0.0, e)
-            }
-        }
-    }
-}
-
-/// Where each body's unknowns are: its island and the island index of its first free vertex.
-#[derive(Clone, Copy)]
-pub(crate) struct Layout<'a> {
-    /// Per body: its island, or [`NO_ISLAND`].
-    pub island_of: &'a [u32],
-    /// Per body: offset of its free vertices in its island's unknowns.
-    pub offset_of: &'a [u32],
-}
-
-impl Layout<'_> {
-    /// The unknown of `vertex` of `body` in island `island`, or `None` if it cannot move there.
-    fn unknown(&self, island: u32, bodies: &[SoftBody], body: usize, vertex: usize) -> Option<u32> {
-        if self.island_of[body] != island {
-            return None;
-        }
-        let d = bodies[body].pd.as_ref()?.dof_map()[vertex];
-        (d != PINNED).then(|| self.offset_of[body] + d)
-    }
-}
 
 /// What the island's constrained global steps did in this step.
 #[derive(Debug, Clone, Copy, Default)]
@@ -405,104 +226,6 @@ pub(crate) struct Island {
     redetection: redetect::Redetection,
     /// The coupled rigid bodies the island's contacts touch, and their rows' terms ([`rigid`]).
     coupled: rigid::CoupledRigid,
-}
-
-/// The island's `A`: each member's matrix on its block of unknowns, the PD matrix or, with
-/// the Newton solver, the Newton matrix of the current iteration.
-struct IslandMatrix<'a> {
-    bodies: &'a [SoftBody],
-    members: &'a [u32],
-    layout: Layout<'a>,
-    unknowns: usize,
-}
-
-/// One member's block of an [`IslandMatrix`].
-enum MemberMatrix<'a> {
-    /// The PD system (its matrix acts alike on x, y and z).
-    Pd(&'a crate::sim::pd::PdSystem),
-    /// The Newton matrix over the member's 3-vectors.
-    Newton(crate::sim::fem::constrained::NewtonOperator<'a>),
-}
-
-impl IslandMatrix<'_> {
-    /// Each member's matrix, its first unknown and its number of unknowns.
-    fn blocks(&self) -> impl Iterator<Item = (MemberMatrix<'_>, usize, usize)> + '_ {
-        self.members.iter().filter_map(|&b| {
-            let body = &self.bodies[b as usize];
-            let pd = body.pd.as_ref()?;
-            let matrix = match &body.newton {
-                Some(state) => MemberMatrix::Newton(state.system.operator()),
-                None => MemberMatrix::Pd(pd),
-            };
-            let o = self.layout.offset_of[b as usize] as usize;
-            Some((matrix, o, pd.free_vertices().len()))
-        })
-    }
-}
-
-impl SpdOperator for IslandMatrix<'_> {
-    fn len(&self) -> usize {
-        self.unknowns
-    }
-    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.matrix().mul_vec3(x, out),
-                MemberMatrix::Newton(m) => m.apply(x, out),
-            }
-        }
-    }
-    fn diagonal(&self, out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let out = &mut out[o..o + n];
-            match matrix {
-                MemberMatrix::Pd(pd) => SpdOperator::diagonal(pd.matrix(), out),
-                MemberMatrix::Newton(m) => m.diagonal(out),
-            }
-        }
-    }
-    fn jacobi_scale(&self, out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let out = &mut out[o..o + n];
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.jacobi_scale_into(out),
-                MemberMatrix::Newton(m) => m.jacobi_scale(out),
-            }
-        }
-    }
-    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
-        let (matrix, o, n) = self.blocks().find(|&(_, o, n)| (o..o + n).contains(&v))?;
-        let x = &x[o..o + n];
-        match matrix {
-            MemberMatrix::Pd(pd) => Some(pd.matrix().mul_row(x, v - o)),
-            MemberMatrix::Newton(m) => m.product_row(x, v - o),
-        }
-    }
-    fn has_coarse_space(&self) -> bool {
-        self.blocks()
-            .any(|(m, _, _)| matches!(m, MemberMatrix::Pd(pd) if pd.coarse_space().is_some()))
-    }
-    fn add_coarse_correction(&self, r: &[Vec3], coarse: &mut Vec<Vec3>, out: &mut [Vec3]) {
-        // `A` is block diagonal over the members, and so is the coarse space: each member's
-        // own grid on its own block.
-        for (matrix, o, n) in self.blocks() {
-            if let MemberMatrix::Pd(pd) = matrix {
-                pd.add_coarse_correction(&r[o..o + n], coarse, &mut out[o..o + n]);
-            }
-        }
-    }
-    fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.apply_jacobi_scaled(x, out),
-                MemberMatrix::Newton(m) => {
-                    m.apply_scaled(&scale[o..o + n], x, &mut tmp[o..o + n], out)
-                }
-            }
-        }
-    }
 }
 
 impl Island {

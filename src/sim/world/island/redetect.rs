@@ -14,7 +14,8 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Island, IslandContact, VIOLATION_TOLERANCE};
+use super::contact::IslandContact;
+use super::{Island, VIOLATION_TOLERANCE};
 use crate::sim::contact::{
     Contact, Obstacle, SoftContact, SoftSurface, detect_contacts, detect_soft_contacts,
 };

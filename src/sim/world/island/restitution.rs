@@ -8,7 +8,9 @@
 //! approach speed at the start of the step, [`approach_speed`], above the threshold, and not
 //! against a coupled rigid body).
 
-use super::{Island, IslandContact, Layout};
+use super::Island;
+use super::contact::IslandContact;
+use super::layout::Layout;
 use crate::sim::contact::Obstacle;
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;

@@ -5,7 +5,8 @@
 
 use nalgebra::{Matrix3, Matrix6, Vector6};
 
-use super::{Island, IslandContact};
+use super::Island;
+use super::contact::IslandContact;
 use crate::sim::math::Vec3;
 use crate::sim::world::coupling::{Coupling, NOT_COUPLED, RigidShare, RigidState};
 

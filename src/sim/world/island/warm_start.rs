@@ -34,7 +34,9 @@
 
 use rayon::prelude::*;
 
-use super::{Island, IslandMatrix, Layout};
+use super::Island;
+use super::layout::Layout;
+use super::matrix::IslandMatrix;
 use crate::sim::math::Vec3;
 use crate::sim::qp::mprgp::{PASS_CHUNK, min_chunks, total};
 use crate::sim::qp::{ConstraintRow, SpdOperator};

@@ -1,9 +1,14 @@
-//! One soft body: state, edits awaiting a rebuild, and its scratch space.
+//! One soft body: its state, the edits awaiting a rebuild ([`Rebuild`]), and what every stage
+//! asks of it (free vertices, start positions and velocities, freeze, wake, sleep). A leaf: it
+//! imports only the leaf types of the world module (its scratch space, `workspace`; the
+//! Newton solver's state, `solver`; the report's `FreezeReason`; the energy audit's `kinetic`),
+//! never a stage.
 
 use std::sync::Arc;
 
 use super::report::FreezeReason;
-use crate::sim::contact::{BodyBvh, Contact};
+use super::solver::{NewtonState, Solver};
+use super::workspace::Workspace;
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::fem::{FemModel, Lame};
 use crate::sim::material::SoftMaterial;
@@ -11,7 +16,8 @@ use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 use crate::sim::pd::{PdSetup, PdSystem, PointSpring};
 
-use super::solver::{NewtonState, Solver};
+/// An axis-aligned box `(min, max)` (m): a sleeping body's bounds ([`SoftBody::sleep_bounds`]).
+pub(crate) type Bounds = (Vec3, Vec3);
 
 /// What must be rebuilt before the next step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,61 +31,15 @@ pub(crate) enum Rebuild {
     Full,
 }
 
-/// Scratch buffers reused every step (no allocation once warmed up). The constrained global
-/// step's vectors live in the body's island (`super::island`).
-#[derive(Debug, Default)]
-pub(crate) struct Workspace {
-    pub y: Vec<Vec3>,
-    pub x_start: Vec<Vec3>,
-    /// Velocities at the start of the step (m/s), for restitution.
-    pub v_start: Vec<Vec3>,
-    pub contributions: Vec<[Vec3; 4]>,
-    /// Per tet: right singular vectors of the last local step (SVD warm start).
-    pub frames: crate::sim::local_step::WarmFrames,
-    /// The tets' stretches at the step's start, for the strain-rate damping (empty without it).
-    pub start_stretches: crate::sim::local_step::StartStretches,
-    /// PD right-hand side over the free vertices.
-    pub b: Vec<Vec3>,
-    /// Unconstrained global solution over the free vertices.
-    pub x_free: Vec<Vec3>,
-    /// Scratch of the unconstrained solve: the defect `b + f - A x_free`, then its
-    /// correction (the step's `unconstrained_solve`).
-    pub defect: Vec<Vec3>,
-    /// The right-hand side of the previous PD iteration (N), for the iterate's residual.
-    pub b_prev: Vec<Vec3>,
-    /// The right-hand side of the PD iteration before the previous one (N), the Chebyshev
-    /// extrapolation's second point.
-    pub b_before: Vec<Vec3>,
-    /// This body's share of the Anderson history (the step's `anderson` module).
-    pub anderson: super::step::anderson::AndersonHistory,
-    /// The current iterate's residual, squared (N^2; see the step's `residual` module).
-    pub residual2: f64,
-    /// The step's residual scale, squared (N^2).
-    pub residual_scale2: f64,
-    /// Cached columns of the body's `A^-1` at the vertices contacts touch, for the contact
-    /// QP in the contact subspace; reset whenever the system is refactored.
-    pub columns: crate::sim::inverse_columns::InverseColumns,
-    /// The number of island contacts at which every column they need was last found cached
-    /// in this step (`None`: not yet, or not all fit).
-    pub columns_complete: Option<usize>,
-    /// Obstacle contacts found speculatively at the start of the step.
-    pub contacts: Vec<Contact>,
-    pub proxy_positions: Vec<Vec3>,
-    /// Proxy positions at the prediction (speculative detection).
-    pub proxy_predictions: Vec<Vec3>,
-    /// BVHs over the surface vertices and boundary triangles (soft-soft contact).
-    pub bvh: BodyBvh,
-    /// Scratch of the BVH fit.
-    pub bvh_points: Vec<Vec3>,
-    /// Obstacles touched at the end of the last step (indices, sorted, unique).
-    pub touching: Vec<u32>,
-    /// Per free vertex: the friction force (N) of the last step's final friction update, which
-    /// the next step's first constrained global step applies (empty: none).
-    pub friction: Vec<Vec3>,
-    /// Why this iteration's Newton matrix did not factor, until the step reads it.
-    pub newton_failure: Option<FreezeReason>,
-    /// Scratch of the convergence measure ([`super::WorldSettings::measure_residual`]).
-    pub residual: super::step::ResidualScratch,
+impl Rebuild {
+    /// The larger of two rebuilds: `Full` over `Numeric` over `None`.
+    pub(crate) fn max_with(self, other: Self) -> Self {
+        match (self, other) {
+            (Rebuild::Full, _) | (_, Rebuild::Full) => Rebuild::Full,
+            (Rebuild::Numeric, _) | (_, Rebuild::Numeric) => Rebuild::Numeric,
+            _ => Rebuild::None,
+        }
+    }
 }
 
 /// The points of a body with `vertex_count` vertices that collide with obstacles: `proxies`
@@ -160,7 +120,7 @@ pub struct SoftBody {
     /// How long (s) every vertex has been slower than the sleeping speed.
     pub(crate) still_for: f64,
     /// Bounds of a sleeping body (m), padded by the contact margin.
-    pub(crate) sleep_bounds: super::sleeping::Bounds,
+    pub(crate) sleep_bounds: Bounds,
     /// Transitions not yet reported in a [`super::StepReport`]: (fell asleep, woke).
     pub(crate) sleep_events: (bool, bool),
     /// Statistics of the last step and the reason if that step froze the body.

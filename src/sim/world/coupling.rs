@@ -58,8 +58,7 @@
 use nalgebra::{Matrix3, UnitQuaternion};
 
 use super::body::SoftBody;
-use super::island::{Island, IslandContact};
-use crate::sim::contact::Obstacle;
+use crate::sim::contact::{Contact, Obstacle};
 use crate::sim::math::Vec3;
 
 /// No coupled body for this obstacle.
@@ -74,6 +73,24 @@ pub(crate) struct RigidState {
     pub inverse_inertia: Matrix3<f64>,
     /// Centre of mass at the end of the free motion (m): the contacts' arms start here.
     pub center: Vec3,
+}
+
+/// What one island's last solve did to a coupled rigid body, from the island's rigid stage
+/// (`island/rigid.rs`); [`Coupling::settle`] sums them over the islands.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RigidShare {
+    /// The body's entry in the substep's [`Coupling`].
+    pub entry: u32,
+    /// Its end pose's displacement from the free end pose (m, rad).
+    pub displacement: [Vec3; 2],
+    /// Where the island's next held solve would hold it (m, rad).
+    pub next: [Vec3; 2],
+    /// The island's contact forces' angular impulse on it over the substep (N m s).
+    pub angular_impulse: Vec3,
+    /// The island's contacts with it.
+    pub contacts: usize,
+    /// Whether the island's last solve had it as an unknown.
+    pub exact: bool,
 }
 
 /// One coupled rigid body in a substep.
@@ -226,12 +243,15 @@ impl Coupling {
     }
 
     /// After the PD iterations: each coupled body's displacement from the islands that
-    /// touched it, its obstacles placed at the end pose with the end velocities (for
-    /// restitution and the velocity LCP, which see it moving).
-    pub fn settle(
+    /// touched it (`shares`, island by island), its obstacles placed at the end pose with the
+    /// end velocities (for restitution and the velocity LCP, which see it moving). `contacts`
+    /// are the islands' obstacle contacts `(body, contact)`, island by island, for the launch
+    /// safeguard.
+    pub fn settle<'a>(
         &mut self,
         obstacles: &mut [Obstacle],
-        islands: &[Island],
+        shares: impl Iterator<Item = RigidShare>,
+        contacts: impl Iterator<Item = (u32, &'a Contact)>,
         bodies: &[SoftBody],
         h: f64,
     ) {
@@ -244,19 +264,17 @@ impl Coupling {
             e.impulse = Vec3::zeros();
             e.cut = Vec3::zeros();
         }
-        for island in islands {
-            for r in island.rigid_bodies() {
-                let e = &mut self.entries[r.entry as usize];
-                for k in 0..2 {
-                    e.displacement[k] += r.displacement[k];
-                    e.next[k] += r.next[k];
-                }
-                e.angular_impulse += r.impulse[1];
-                e.contacts += r.contacts;
-                e.exact &= r.exact;
+        for r in shares {
+            let e = &mut self.entries[r.entry as usize];
+            for k in 0..2 {
+                e.displacement[k] += r.displacement[k];
+                e.next[k] += r.next[k];
             }
+            e.angular_impulse += r.angular_impulse;
+            e.contacts += r.contacts;
+            e.exact &= r.exact;
         }
-        self.no_launch(islands, bodies, h);
+        self.no_launch(contacts, bodies, h);
         self.place_all(obstacles, h);
     }
 
@@ -275,36 +293,36 @@ impl Coupling {
     /// under the Newton solver took 1.5 m/s from one step's push without it (cut after the
     /// velocity LCP instead, it came too late: the LCP had already carried the patch along).
     /// What it cuts is dissipated. A body solved exactly never needs it.
-    fn no_launch(&mut self, islands: &[Island], bodies: &[SoftBody], h: f64) {
+    fn no_launch<'a>(
+        &mut self,
+        contacts: impl Iterator<Item = (u32, &'a Contact)>,
+        bodies: &[SoftBody],
+        h: f64,
+    ) {
         let mut patch = std::mem::take(&mut self.patches);
         patch.clear();
         patch.resize(
             self.entries.len(),
             (Vec3::zeros(), Vec3::zeros(), Vec3::zeros(), 0),
         );
-        for island in islands {
-            for contact in &island.contacts {
-                let IslandContact::Obstacle { body, contact } = contact else {
-                    continue;
-                };
-                let k = self.entry_of(contact.obstacle);
-                if k == NOT_COUPLED {
-                    continue;
-                }
-                let b = &bodies[*body as usize];
-                let point = &b.colliders[contact.proxy as usize];
-                let velocity: Vec3 = point
-                    .vertices
-                    .iter()
-                    .zip(&point.weights)
-                    .map(|(&v, &w)| w * b.velocity(v as usize))
-                    .sum();
-                let p = &mut patch[k as usize];
-                p.0 += contact.normal;
-                p.1 += velocity;
-                p.2 += contact.point;
-                p.3 += 1;
+        for (body, contact) in contacts {
+            let k = self.entry_of(contact.obstacle);
+            if k == NOT_COUPLED {
+                continue;
             }
+            let b = &bodies[body as usize];
+            let point = &b.colliders[contact.proxy as usize];
+            let velocity: Vec3 = point
+                .vertices
+                .iter()
+                .zip(&point.weights)
+                .map(|(&v, &w)| w * b.velocity(v as usize))
+                .sum();
+            let p = &mut patch[k as usize];
+            p.0 += contact.normal;
+            p.1 += velocity;
+            p.2 += contact.point;
+            p.3 += 1;
         }
         for (e, &(normal, velocity, point, n)) in self.entries.iter_mut().zip(&patch) {
             if n == 0 || e.exact {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use nalgebra::UnitQuaternion;
 
-use super::{BodyHandle, SoftWorld, WorldError, check_finite, check_vertex};
+use super::SoftWorld;
+use super::error::{WorldError, check_finite, check_vertex};
+use super::handles::BodyHandle;
 use crate::sim::embed::embed_points;
 use crate::sim::material::SoftMaterial;
 use crate::sim::math::Vec3;

@@ -1,6 +1,15 @@
-//! Handle to index maps of the world's bodies and obstacles: O(1) lookups.
+//! [`BodyHandle`] and [`ObstacleHandle`], and the handle to index maps of the world's bodies
+//! and obstacles: O(1) lookups. A leaf.
 
 use std::collections::HashMap;
+
+/// Identifies a body in a [`super::SoftWorld`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyHandle(pub(crate) u32);
+
+/// Identifies an obstacle in a [`super::SoftWorld`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObstacleHandle(pub(crate) u32);
 
 /// The ids of a list's entries in list order, with each id's position.
 #[derive(Debug, Default)]

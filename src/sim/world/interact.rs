@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
+use super::SoftWorld;
 use super::body::Rebuild;
-use super::{BodyHandle, SoftWorld, WorldError, check_finite};
+use super::error::{WorldError, check_finite};
+use super::handles::BodyHandle;
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
 use crate::sim::pd::PointSpring;

@@ -1,8 +1,10 @@
-//! What a step did: per-phase timings, solver statistics, frozen bodies.
+//! What a step did: per-phase timings, solver statistics, frozen bodies, and the contacts of
+//! the last step ([`ContactPoint`], for debug drawing). A leaf.
 
 use std::time::Duration;
 
 use crate::sim::contact::LcpStats;
+use crate::sim::math::Vec3;
 
 /// Why a body was frozen.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,7 +129,7 @@ pub struct BodyStepStats {
     pub asleep: bool,
     /// The body's energy at each phase of the step, when
     /// [`super::WorldSettings::energy_audit`] is on (of the last substep).
-    pub energy: Option<super::EnergyAudit>,
+    pub energy: Option<super::audit::EnergyAudit>,
     /// How far the last substep's PD iterations ended from the implicit step's solution, when
     /// [`super::WorldSettings::measure_residual`] is on: `||grad Phi(x) - J' lambda - f||` over
     /// `||grad Phi||` at the step's first iterate (dimensionless; 0 where that vanishes).
@@ -176,18 +178,18 @@ pub struct StepReport {
     /// The velocity-level contact problem: regions, largest region, iterations, residual.
     pub lcp: LcpStats,
     /// Bodies frozen during this step, with the reason.
-    pub frozen: Vec<(super::BodyHandle, FreezeReason)>,
+    pub frozen: Vec<(super::handles::BodyHandle, FreezeReason)>,
     /// Bodies asleep after the step ([`super::Sleeping`]).
     pub sleeping_bodies: usize,
     /// Bodies that fell asleep during this step.
-    pub slept: Vec<super::BodyHandle>,
+    pub slept: Vec<super::handles::BodyHandle>,
     /// Bodies woken since the last step's report: by this step (something reached them) or by
     /// an edit before it.
-    pub woke: Vec<super::BodyHandle>,
+    pub woke: Vec<super::handles::BodyHandle>,
     /// The energy audit summed over bodies (the start of the first substep, the changes of
     /// all), when [`super::WorldSettings::energy_audit`] is on and some body was stepped (not
     /// every one asleep or frozen).
-    pub energy: Option<super::EnergyAudit>,
+    pub energy: Option<super::audit::EnergyAudit>,
     /// The largest relative residual of the PD iterations over bodies and substeps (see
     /// [`BodyStepStats::residual`]), when [`super::WorldSettings::measure_residual`] is on and
     /// some body was stepped.
@@ -224,4 +226,20 @@ impl StepReport {
         }
         self.max_penetration = self.max_penetration.max(s.max_penetration);
     }
+}
+
+/// A contact of the last step, for debug drawing and inspection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContactPoint {
+    /// Where the contact acts (m): the proxy or surface vertex at the end of the step.
+    pub position: Vec3,
+    /// Unit contact normal (out of the obstacle or the touched triangle).
+    pub normal: Vec3,
+    /// Contact region of the velocity LCP (regions share no vertex).
+    pub region: u32,
+    /// Total impulse on the proxy side during the step (N s): the position-level normal and
+    /// friction impulses plus the LCP's correction.
+    pub impulse: Vec3,
+    /// Whether the contact is between soft surfaces (otherwise against an obstacle).
+    pub soft: bool,
 }

@@ -22,43 +22,8 @@
 //! nor does anything in their island (a body resting on a slowly lifted one): they are held or
 //! carried, and their slow motion is theirs.
 
+use super::settings::Settling;
 use crate::sim::math::{Mat3, Vec3};
-
-/// Settings of the settling damping (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Settling {
-    /// Rigid speed (m/s) under which a body counts as slow. Default: 0.03.
-    pub speed: f64,
-    /// How long (s) a body must stay slow before its rigid motion is damped. Default: 0.25.
-    pub delay: f64,
-    /// Damping rate (1/s) of a settling body's rigid motion; 0 turns settling off.
-    /// Default: 10 (PhysX's default settling damping).
-    pub damping: f64,
-}
-
-impl Default for Settling {
-    fn default() -> Self {
-        Self {
-            speed: 0.03,
-            delay: 0.25,
-            damping: 10.0,
-        }
-    }
-}
-
-impl Settling {
-    /// No settling: rigid motion is never damped.
-    pub const OFF: Self = Self {
-        speed: 0.0,
-        delay: 0.0,
-        damping: 0.0,
-    };
-
-    /// Whether settling damps anything at all.
-    pub fn enabled(&self) -> bool {
-        self.damping > 0.0 && self.speed > 0.0
-    }
-}
 
 /// The best-fit rigid motion of a set of moving points: centre of mass `c` (m), its velocity
 /// `v_cm` (m/s) and the angular velocity `omega` (rad/s) that carries the momentum about `c`.

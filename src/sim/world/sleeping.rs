@@ -1,6 +1,6 @@
 //! Sleeping: bodies, and whole contact islands, that have been at rest are skipped by the step.
 //!
-//! A body whose every vertex has moved slower than [`Sleeping::speed`] for [`Sleeping::delay`]
+//! A body whose every vertex has moved slower than [`super::Sleeping::speed`] for [`super::Sleeping::delay`]
 //! seconds, in an island (the bodies it touches, [`super::island`]) whose every member has too
 //! and which is supported (one of its bodies touches an obstacle, or has pins or attachments),
 //! falls asleep with its island: its velocities are set to zero and the step leaves it out
@@ -29,52 +29,17 @@
 //! Not physical, as for settling ([`super::Settling`]): a body that starts from rest and
 //! accelerates slower than `speed / delay` (0.06 m/s^2 at the defaults: a block about 0.3
 //! degrees past its friction angle at mu 0.5) falls asleep before it reaches the speed and stays where
-//! it is; [`Sleeping::OFF`] turns sleeping off.
+//! it is; [`super::Sleeping::OFF`] turns sleeping off.
 
 use nalgebra::UnitQuaternion;
 
-use super::WorldSettings;
+use super::body::Bounds;
 use super::body::SoftBody;
 use super::island::Island;
+use super::settings::WorldSettings;
 use crate::sim::contact::Obstacle;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::bounds;
-
-/// Settings of sleeping (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sleeping {
-    /// Fastest vertex speed (m/s) at which a body counts as at rest; 0 turns sleeping off.
-    /// Default: 0.03 (Jolt's default).
-    pub speed: f64,
-    /// How long (s) a body (and every body of its island) must stay at rest before it sleeps.
-    /// Default: 0.5 (Jolt's default).
-    pub delay: f64,
-}
-
-impl Default for Sleeping {
-    fn default() -> Self {
-        Self {
-            speed: 0.03,
-            delay: 0.5,
-        }
-    }
-}
-
-impl Sleeping {
-    /// No sleeping: every body is stepped.
-    pub const OFF: Self = Self {
-        speed: 0.0,
-        delay: 0.0,
-    };
-
-    /// Whether bodies may fall asleep at all.
-    pub fn enabled(&self) -> bool {
-        self.speed > 0.0
-    }
-}
-
-/// An axis-aligned box `(min, max)` (m).
-pub(crate) type Bounds = (Vec3, Vec3);
 
 fn overlap(a: &Bounds, b: &Bounds) -> bool {
     (0..3).all(|k| a.0[k] <= b.1[k] && b.0[k] <= a.1[k])

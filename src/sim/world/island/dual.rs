@@ -40,7 +40,8 @@
 
 use rayon::prelude::*;
 
-use super::{Island, Layout};
+use super::Island;
+use super::layout::Layout;
 use crate::sim::math::Vec3;
 use crate::sim::qp::dense_lcp::{DenseLcpStats, SymmetricRows};
 use crate::sim::world::body::SoftBody;
@@ -113,8 +114,8 @@ impl UpperBlock {
                     self.missing = true;
                     return;
                 };
-                let (first, last) = island.dual_body_entries[b];
-                let group = &island.dual_entries[first as usize..last as usize];
+                let (first, last) = island.dual.body_entries[b];
+                let group = &island.dual.entries[first as usize..last as usize];
                 // Sorted by row: the entries of rows `>= j` on this body.
                 let from = group.partition_point(|e| (e.row as usize) < j);
                 for e in &group[from..] {
@@ -126,13 +127,14 @@ impl UpperBlock {
                 }
             }
             // A coupled rigid body's term between this row and the later rows on it.
-            let rigid = &island.row_rigid;
+            let rigid = &island.coupled.row_rigid;
             for &(b, k) in island.rigid_rows_from(j) {
                 let k = k as usize;
                 if self.accumulator[k] == 0.0 {
                     self.columns.push(k as u32);
                 }
-                self.accumulator[k] += island.rigid[b as usize].coupling_term(&rigid[j], &rigid[k]);
+                self.accumulator[k] +=
+                    island.coupled.bodies[b as usize].coupling_term(&rigid[j], &rigid[k]);
             }
             self.columns.sort_unstable();
             self.columns.dedup();
@@ -154,6 +156,50 @@ impl UpperBlock {
 
 /// Gauss-Seidel sweeps at most per dual solve (the exact refinement usually ends it in a few).
 const MAX_SWEEPS: usize = 300;
+
+/// The contact subspace's state of one island, kept from iteration to iteration while its rows come
+/// back (the kept `S`, its rows' keys, the dense LCP) and the scratch that builds it. Used by
+/// [`Island::solve_in_contact_subspace`] alone, and [`Island::solve`] records `lambda_prev`.
+#[derive(Debug, Default)]
+pub(crate) struct DualState {
+    /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
+    pub(super) lambda_prev: Vec<f64>,
+    /// The contact subspace's `S = J A^-1 J'` , kept while its rows come back.
+    pub(super) s: crate::sim::qp::dense_lcp::SymmetricRows,
+    /// The upper triangle of `S` as the blocks build it, before it is copied into `s`.
+    pub(super) upper: crate::sim::qp::dense_lcp::SymmetricRows,
+    /// Blocks of rows of `S`'s upper triangle, built in parallel .
+    pub(super) blocks: Vec<UpperBlock>,
+    /// Scratch of that copy: per row, where its entries continue.
+    pub(super) cursor: Vec<usize>,
+    /// Per world body: the range of its entries in `entries`.
+    pub(super) body_entries: Vec<(u32, u32)>,
+    /// The LCP's `q` per current row (m).
+    pub(super) q: Vec<f64>,
+    /// The solution's change per unknown from the multipliers (m), and the unknowns it touches.
+    pub(super) delta: Vec<Vec3>,
+    /// The unknowns `delta` touches, sorted and unique.
+    pub(super) touched: Vec<u32>,
+    /// Every row's entries on the members' free vertices, grouped by body.
+    pub(super) entries: Vec<DualEntry>,
+    /// The dense LCP over the rows, with its factor of the kept `S`.
+    pub(super) lcp: crate::sim::qp::dense_lcp::DenseLcp,
+    /// The rows the kept `S` (`s`) and the LCP's factor are of, in the kept order; empty
+    /// where none is kept .
+    pub(super) keys: Vec<RowKey>,
+    /// `keys`' indices sorted by key.
+    pub(super) order: Vec<u32>,
+    /// The current rows' keys, compared with `keys`.
+    pub(super) keys_next: Vec<RowKey>,
+    /// `keys_next`' indices sorted by key.
+    pub(super) order_next: Vec<u32>,
+    /// Per current row, its index in the kept matrix.
+    pub(super) kept_of: Vec<u32>,
+    /// `q` and the multipliers in the kept matrix's order of the rows.
+    pub(super) q_kept: Vec<f64>,
+    /// The multipliers in the kept matrix's order of the rows (N).
+    pub(super) lambda_kept: Vec<f64>,
+}
 
 impl Island {
     /// The body and free vertex of island unknown `u`.
@@ -206,7 +252,7 @@ impl Island {
             return None;
         }
         // `A^-1 g` at the rows' unknowns, then `q`.
-        self.dual_q.clear();
+        self.dual.q.clear();
         for row in &self.rows {
             let mut q = -row.rhs;
             for (u, c) in row.entries() {
@@ -216,12 +262,12 @@ impl Island {
                 }
                 q += c.dot(&(self.x[u] - shift));
             }
-            self.dual_q.push(q);
+            self.dual.q.push(q);
         }
         // Coupled rigid bodies: their free displacement is that of their applied forces.
-        if !self.rigid_rows.is_empty() {
+        if !self.coupled.rigid_rows.is_empty() {
             for j in 0..m {
-                self.dual_q[j] += self.rigid_q(j);
+                self.dual.q[j] += self.rigid_q(j);
             }
         }
         // `S` depends on the rows' terms and the members' factors only. The rows are rebuilt
@@ -230,7 +276,7 @@ impl Island {
         // iteration after iteration and step after step), the LCP is solved in the kept
         // matrix's order of the rows, with its factor: `q` and the warm start permuted in,
         // the multipliers out.
-        self.dual_keys_next.clear();
+        self.dual.keys_next.clear();
         for row in &self.rows {
             let mut key = RowKey {
                 len: row.len,
@@ -245,42 +291,42 @@ impl Island {
                     [c.x.to_bits(), c.y.to_bits(), c.z.to_bits()],
                 );
             }
-            self.dual_keys_next.push(key);
+            self.dual.keys_next.push(key);
         }
         // Rows on a coupled rigid body carry its terms, which the keys do not describe (its
         // arms move with it): such a matrix is built every time and never kept.
-        let coupled = !self.rigid_rows.is_empty();
+        let coupled = !self.coupled.rigid_rows.is_empty();
         let same_matrix = !coupled && self.match_kept_rows();
         if !same_matrix {
-            std::mem::swap(&mut self.dual_keys, &mut self.dual_keys_next);
-            self.dual_order.clear();
-            self.dual_order.extend(0..m as u32);
-            sort_by_key(&mut self.dual_order, &self.dual_keys);
+            std::mem::swap(&mut self.dual.keys, &mut self.dual.keys_next);
+            self.dual.order.clear();
+            self.dual.order.extend(0..m as u32);
+            sort_by_key(&mut self.dual.order, &self.dual.keys);
             if !self.build_schur(bodies, layout) {
-                self.dual_keys.clear();
-                self.dual_order.clear();
+                self.dual.keys.clear();
+                self.dual.order.clear();
                 return None;
             }
-            self.dual_kept_of.clear();
-            self.dual_kept_of.extend(0..m as u32);
+            self.dual.kept_of.clear();
+            self.dual.kept_of.extend(0..m as u32);
             if coupled {
-                self.dual_keys.clear();
+                self.dual.keys.clear();
             }
         }
         // Warm start: each row's contact force of the last iteration, in the kept order.
-        self.dual_q_kept.clear();
-        self.dual_q_kept.resize(m, 0.0);
-        self.dual_lambda_kept.clear();
-        self.dual_lambda_kept.resize(m, 0.0);
-        for (j, &k) in self.dual_kept_of.iter().enumerate() {
-            self.dual_q_kept[k as usize] = self.dual_q[j];
-            self.dual_lambda_kept[k as usize] = self.lambda_prev[self.row_contact[j] as usize];
+        self.dual.q_kept.clear();
+        self.dual.q_kept.resize(m, 0.0);
+        self.dual.lambda_kept.clear();
+        self.dual.lambda_kept.resize(m, 0.0);
+        for (j, &k) in self.dual.kept_of.iter().enumerate() {
+            self.dual.q_kept[k as usize] = self.dual.q[j];
+            self.dual.lambda_kept[k as usize] = self.dual.lambda_prev[self.row_contact[j] as usize];
         }
-        let scale = self.dual_q.iter().fold(0.0f64, |a, q| a.max(q.abs()));
-        let stats = self.dual_lcp.solve_again(
-            &self.dual_s,
-            &self.dual_q_kept,
-            &mut self.dual_lambda_kept,
+        let scale = self.dual.q.iter().fold(0.0f64, |a, q| a.max(q.abs()));
+        let stats = self.dual.lcp.solve_again(
+            &self.dual.s,
+            &self.dual.q_kept,
+            &mut self.dual.lambda_kept,
             1e-12 + 1e-10 * scale,
             MAX_SWEEPS,
             same_matrix,
@@ -290,30 +336,31 @@ impl Island {
         }
         self.row_lambda.clear();
         self.row_lambda.extend(
-            self.dual_kept_of
+            self.dual
+                .kept_of
                 .iter()
-                .map(|&k| self.dual_lambda_kept[k as usize]),
+                .map(|&k| self.dual.lambda_kept[k as usize]),
         );
         // `x += A^-1 (J' lambda - g)`, one column per unknown whose force changed.
-        self.dual_delta.clear();
-        self.dual_delta.resize(self.unknowns, Vec3::zeros());
-        self.dual_touched.clear();
+        self.dual.delta.clear();
+        self.dual.delta.resize(self.unknowns, Vec3::zeros());
+        self.dual.touched.clear();
         for (row, &l) in self.rows.iter().zip(&self.row_lambda) {
             if l > 0.0 {
                 for (u, c) in row.entries() {
-                    self.dual_delta[u] += l * c;
-                    self.dual_touched.push(u as u32);
+                    self.dual.delta[u] += l * c;
+                    self.dual.touched.push(u as u32);
                 }
             }
         }
         for &(v, g) in &self.row_force {
-            self.dual_delta[v as usize] -= g;
-            self.dual_touched.push(v);
+            self.dual.delta[v as usize] -= g;
+            self.dual.touched.push(v);
         }
-        self.dual_touched.sort_unstable();
-        self.dual_touched.dedup();
-        for &u in &self.dual_touched {
-            let delta = self.dual_delta[u as usize];
+        self.dual.touched.sort_unstable();
+        self.dual.touched.dedup();
+        for &u in &self.dual.touched {
+            let delta = self.dual.delta[u as usize];
             if delta == Vec3::zeros() {
                 continue;
             }
@@ -330,20 +377,20 @@ impl Island {
     /// Whether the current rows (their keys in `dual_keys_next`) are the kept matrix's rows
     /// in some order; if so, `dual_kept_of[j]` is row `j`'s index in the kept matrix.
     fn match_kept_rows(&mut self) -> bool {
-        let m = self.dual_keys_next.len();
-        if m != self.dual_keys.len() || m == 0 {
+        let m = self.dual.keys_next.len();
+        if m != self.dual.keys.len() || m == 0 {
             return false;
         }
-        self.dual_order_next.clear();
-        self.dual_order_next.extend(0..m as u32);
-        sort_by_key(&mut self.dual_order_next, &self.dual_keys_next);
-        self.dual_kept_of.clear();
-        self.dual_kept_of.resize(m, 0);
-        for (&new, &kept) in self.dual_order_next.iter().zip(&self.dual_order) {
-            if self.dual_keys_next[new as usize] != self.dual_keys[kept as usize] {
+        self.dual.order_next.clear();
+        self.dual.order_next.extend(0..m as u32);
+        sort_by_key(&mut self.dual.order_next, &self.dual.keys_next);
+        self.dual.kept_of.clear();
+        self.dual.kept_of.resize(m, 0);
+        for (&new, &kept) in self.dual.order_next.iter().zip(&self.dual.order) {
+            if self.dual.keys_next[new as usize] != self.dual.keys[kept as usize] {
                 return false;
             }
-            self.dual_kept_of[new as usize] = kept;
+            self.dual.kept_of[new as usize] = kept;
         }
         true
     }
@@ -357,11 +404,11 @@ impl Island {
         // triangle, pairing each entry of the row with the entries of later rows on its body
         // (summed in a dense accumulator of one row), in blocks of rows in parallel; and the
         // whole matrix from that.
-        self.dual_entries.clear();
+        self.dual.entries.clear();
         for (j, row) in self.rows.iter().enumerate() {
             for (u, c) in row.entries() {
                 let (b, d) = self.owner(layout, u as u32);
-                self.dual_entries.push(DualEntry {
+                self.dual.entries.push(DualEntry {
                     body: b as u32,
                     row: j as u32,
                     vertex: d,
@@ -369,19 +416,20 @@ impl Island {
                 });
             }
         }
-        self.dual_entries
+        self.dual
+            .entries
             .sort_unstable_by_key(|e| (e.body, e.row, e.vertex));
-        self.dual_body_entries.clear();
-        self.dual_body_entries.resize(bodies.len(), (0, 0));
+        self.dual.body_entries.clear();
+        self.dual.body_entries.resize(bodies.len(), (0, 0));
         let mut start = 0;
-        for group in self.dual_entries.chunk_by(|a, b| a.body == b.body) {
+        for group in self.dual.entries.chunk_by(|a, b| a.body == b.body) {
             let end = start + group.len();
-            self.dual_body_entries[group[0].body as usize] = (start as u32, end as u32);
+            self.dual.body_entries[group[0].body as usize] = (start as u32, end as u32);
             start = end;
         }
         let count = m.div_ceil(UPPER_BLOCK_ROWS);
         // Out of the island while the blocks read it (put back below; no allocation).
-        let mut blocks = std::mem::take(&mut self.dual_blocks);
+        let mut blocks = std::mem::take(&mut self.dual.blocks);
         if blocks.len() < count {
             blocks.resize_with(count, UpperBlock::default);
         }
@@ -397,17 +445,18 @@ impl Island {
         }
         let missing = blocks[..count].iter().any(|b| b.missing);
         if !missing {
-            self.dual_upper.clear();
+            self.dual.upper.clear();
             for block in &blocks[..count] {
-                self.dual_upper.append_rows(&block.rows);
+                self.dual.upper.append_rows(&block.rows);
             }
         }
-        self.dual_blocks = blocks;
+        self.dual.blocks = blocks;
         if missing {
             return false;
         }
-        self.dual_s
-            .from_upper(&self.dual_upper, &mut self.dual_cursor);
+        self.dual
+            .s
+            .from_upper(&self.dual.upper, &mut self.dual.cursor);
         true
     }
 }

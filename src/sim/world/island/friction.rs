@@ -1,15 +1,18 @@
 //! Coulomb friction inside the implicit step: the projected update of every contact's friction
 //! force after each constrained global step.
 
+use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
+use super::Island;
+use super::contact::{ContactKey, IslandContact};
+use super::layout::Layout;
 use super::rigid::NO_RIGID;
-use super::{ContactKey, Island, IslandContact, Layout};
 use crate::sim::contact::lcp::tangents;
 use crate::sim::contact::{FrictionModel, Obstacle};
 use crate::sim::math::Vec3;
-use crate::sim::world::WorldSettings;
 use crate::sim::world::body::SoftBody;
+use crate::sim::world::settings::WorldSettings;
 
 /// The contacts between one pair of bodies, or between a body and an obstacle, in one friction
 /// update.
@@ -94,16 +97,18 @@ impl ContactMemory {
     pub fn remember(&mut self, island: &Island) {
         self.groups.extend(
             island
+                .friction_update
                 .groups
                 .iter()
                 .filter(|g| g.count > 0.0)
-                .map(|g| island.group_force[g.force]),
+                .map(|g| island.friction_update.group_force[g.force]),
         );
         for (i, contact) in island.contacts.iter().enumerate() {
             let Some(key) = contact.key() else { continue };
             let lambda = island.lambda[i];
             if island.mu[i] * lambda > 0.0 {
-                self.locals.push((key, island.local[i], contact.normal()));
+                self.locals
+                    .push((key, island.friction_update.local[i], contact.normal()));
             }
             if lambda > 0.0 {
                 self.normal_forces.push((key, lambda, contact.normal()));
@@ -180,6 +185,46 @@ fn combine(share: Vec3, local: Vec3, n: &Vec3, limit: f64, model: FrictionModel)
     }
 }
 
+/// The friction update's state of one island ([`Island::update_friction`]): the groups of
+/// contacts per pair of bodies (or body and obstacle), their forces and compliances in this step,
+/// each contact's force beyond its group's share, and the scratch of the compliance solves.
+#[derive(Debug, Default)]
+pub(crate) struct FrictionUpdate {
+    /// Scratch of the friction update: per member, the number of groups it slides in.
+    pub(super) member_degree: Vec<f64>,
+    /// Scratch of the friction update: per contact `(slip, compliance, group, sign)`.
+    pub(super) slips: Vec<(Vec3, f64, u32, f64)>,
+    /// Scratch of the friction update: the contacts per pair of bodies (or body and obstacle).
+    pub(super) groups: Vec<FrictionGroup>,
+    /// Scratch of the friction update: each group's index in `groups`, by its key (a scan of
+    /// the groups per contact grew with contacts x groups in large islands).
+    pub(super) group_of: HashMap<(u32, u32), u32>,
+    /// Per group (pair of bodies, or body and obstacle): its total friction force (N) in this
+    /// step (see [`Island::update_friction`]).
+    pub(super) group_force: Vec<((u32, u32), Vec3)>,
+    /// Per contact: the part of its friction force beyond its share of its group's (N).
+    pub(super) local: Vec<Vec3>,
+    /// Per group of this step: the compliances of its bodies (m/N; see
+    /// [`FrictionGroup`]), computed when the group first appears in the step.
+    pub(super) group_compliance: Vec<((u32, u32), [f64; 2])>,
+    /// Per group key of this step: where its values are in `group_force` and
+    /// `group_compliance` (scans of those lists per group grew with the square of the groups).
+    pub(super) step_groups: HashMap<(u32, u32), StepGroup>,
+    /// Scratch of the compliance solves, per free vertex of one body: the force's distribution.
+    pub(super) compliance_d: Vec<f64>,
+    /// Scratch of the compliance solves: the mean slip's distribution.
+    pub(super) compliance_u: Vec<f64>,
+    /// Scratch of the compliance solves: the response.
+    pub(super) compliance_z: Vec<f64>,
+    /// Scratch of the compliance solves' sparse solves.
+    pub(super) solve_scratch: crate::sim::sparse::SolveScratch,
+    /// Scratch of the friction update: per rigid body, the number of groups it slides in.
+    pub(super) rigid_degree: Vec<f64>,
+    /// Scratch of the friction update: per rigid body, the number of its contacts that carry
+    /// friction.
+    pub(super) rigid_carrying: Vec<f64>,
+}
+
 impl Island {
     /// Starts the step's friction from the last step's: each group's total force, each
     /// contact's local part, and the per-vertex forces the final update found, which the first
@@ -194,27 +239,30 @@ impl Island {
     /// step: the energy audit measured +1 to +3 J per 0.5 s from friction on a 0.5 m cube at
     /// E = 1e4 Pa resting on the floor, which walked 17 cm along its diagonal.
     pub(super) fn remember_friction(&mut self, bodies: &[SoftBody], memory: &ContactMemory) {
-        self.group_force.clear();
-        self.group_force.extend(
+        self.friction_update.group_force.clear();
+        self.friction_update.group_force.extend(
             memory
                 .groups
                 .iter()
                 .filter(|(key, _)| self.members.binary_search(&key.0).is_ok()),
         );
-        self.step_groups.clear();
-        for (at, (key, _)) in self.group_force.iter().enumerate() {
+        self.friction_update.step_groups.clear();
+        for (at, (key, _)) in self.friction_update.group_force.iter().enumerate() {
             // The first of equal keys, as a scan would find.
-            self.step_groups.entry(*key).or_insert(StepGroup {
-                force: at as u32,
-                compliance: u32::MAX,
-            });
+            self.friction_update
+                .step_groups
+                .entry(*key)
+                .or_insert(StepGroup {
+                    force: at as u32,
+                    compliance: u32::MAX,
+                });
         }
         for (i, contact) in self.contacts.iter().enumerate() {
             if let Some(local) = contact
                 .key()
                 .and_then(|key| memory.local(&key, &contact.normal()))
             {
-                self.local[i] = local;
+                self.friction_update.local[i] = local;
             }
         }
         self.friction_force.clear();
@@ -257,9 +305,15 @@ impl Island {
         bodies: &[SoftBody],
         layout: Layout<'_>,
     ) -> [f64; 2] {
-        let g = self.groups[gi];
-        let known = self.step_groups.get(&g.key).map(|s| s.compliance);
-        if let Some(&(_, c)) = known.and_then(|at| self.group_compliance.get(at as usize)) {
+        let g = self.friction_update.groups[gi];
+        let known = self
+            .friction_update
+            .step_groups
+            .get(&g.key)
+            .map(|s| s.compliance);
+        if let Some(&(_, c)) =
+            known.and_then(|at| self.friction_update.group_compliance.get(at as usize))
+        {
             return c;
         }
         let mut out = [0.0; 2];
@@ -269,12 +323,12 @@ impl Island {
             let Some(pd) = body.pd.as_ref() else { continue };
             let offset = layout.offset_of[b as usize] as usize;
             let n = pd.free_vertices().len();
-            self.compliance_d.clear();
-            self.compliance_d.resize(n, 0.0);
-            self.compliance_u.clear();
-            self.compliance_u.resize(n, 0.0);
+            self.friction_update.compliance_d.clear();
+            self.friction_update.compliance_d.resize(n, 0.0);
+            self.friction_update.compliance_u.clear();
+            self.friction_update.compliance_u.resize(n, 0.0);
             for (i, contact) in self.contacts.iter().enumerate() {
-                let (_, compliance, group, sign) = self.slips[i];
+                let (_, compliance, group, sign) = self.friction_update.slips[i];
                 let limit = self.mu[i] * self.lambda[i];
                 if group as usize != gi || !(limit > 0.0 && compliance > 0.0) {
                     continue;
@@ -287,8 +341,9 @@ impl Island {
                         continue;
                     }
                     if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {
-                        self.compliance_d[u as usize - offset] += share * w;
-                        self.compliance_u[u as usize - offset] += sign * w / g.count;
+                        self.friction_update.compliance_d[u as usize - offset] += share * w;
+                        self.friction_update.compliance_u[u as usize - offset] +=
+                            sign * w / g.count;
                     }
                 }
             }
@@ -300,46 +355,59 @@ impl Island {
                     let (t1, t2) = tangents(&n);
                     let (mut mean, mut own) = (0.0, 0.0);
                     for t in [t1, t2] {
-                        self.compliance_z.clear();
-                        self.compliance_z
-                            .extend(self.compliance_d.iter().flat_map(|&d| (d * t).data.0[0]));
+                        self.friction_update.compliance_z.clear();
+                        self.friction_update.compliance_z.extend(
+                            self.friction_update
+                                .compliance_d
+                                .iter()
+                                .flat_map(|&d| (d * t).data.0[0]),
+                        );
                         state.system.solve_newton_matrix_with(
-                            &mut self.compliance_z,
-                            &mut self.solve_scratch,
+                            &mut self.friction_update.compliance_z,
+                            &mut self.friction_update.solve_scratch,
                         );
                         let along = |a: &[f64]| {
                             a.iter()
-                                .zip(self.compliance_z.chunks_exact(3))
+                                .zip(self.friction_update.compliance_z.chunks_exact(3))
                                 .map(|(a, z)| a * t.dot(&Vec3::new(z[0], z[1], z[2])))
                                 .sum::<f64>()
                         };
-                        mean += 0.5 * along(&self.compliance_u);
-                        own += 0.5 * along(&self.compliance_d);
+                        mean += 0.5 * along(&self.friction_update.compliance_u);
+                        own += 0.5 * along(&self.friction_update.compliance_d);
                     }
                     (mean, own)
                 }
                 None => {
-                    self.compliance_z.clear();
-                    self.compliance_z.extend_from_slice(&self.compliance_d);
-                    pd.solve_scalar_with(&mut self.compliance_z, &mut self.solve_scratch);
+                    self.friction_update.compliance_z.clear();
+                    self.friction_update
+                        .compliance_z
+                        .extend_from_slice(&self.friction_update.compliance_d);
+                    pd.solve_scalar_with(
+                        &mut self.friction_update.compliance_z,
+                        &mut self.friction_update.solve_scratch,
+                    );
                     let dot = |a: &[f64]| {
                         a.iter()
-                            .zip(&self.compliance_z)
+                            .zip(&self.friction_update.compliance_z)
                             .map(|(a, z)| a * z)
                             .sum::<f64>()
                     };
-                    (dot(&self.compliance_u), dot(&self.compliance_d))
+                    (
+                        dot(&self.friction_update.compliance_u),
+                        dot(&self.friction_update.compliance_d),
+                    )
                 }
             };
             // The mean slip's response; the force's own (`d' A^-1 d > 0`) should contacts that
             // pull apart make it vanish.
             out[slot] = if mean > 0.0 { mean } else { own.max(0.0) };
         }
-        self.step_groups
+        self.friction_update
+            .step_groups
             .entry(g.key)
             .or_insert(StepGroup::NONE)
-            .compliance = self.group_compliance.len() as u32;
-        self.group_compliance.push((g.key, out));
+            .compliance = self.friction_update.group_compliance.len() as u32;
+        self.friction_update.group_compliance.push((g.key, out));
         out
     }
 
@@ -391,9 +459,9 @@ impl Island {
         self.friction_force
             .iter_mut()
             .for_each(|f| *f = Vec3::zeros());
-        self.groups.clear();
-        self.group_of.clear();
-        self.slips.clear();
+        self.friction_update.groups.clear();
+        self.friction_update.group_of.clear();
+        self.friction_update.slips.clear();
         // Pass 1: each contact's slip, compliance and group (the pair of bodies, or the body and
         // the obstacle, it connects; `sign` orients a soft contact within its pair).
         for (i, contact) in self.contacts.iter().enumerate() {
@@ -416,7 +484,12 @@ impl Island {
             let mut rigid = NO_RIGID;
             let (key, sign, pair) = match contact {
                 IslandContact::Obstacle { body, contact } => {
-                    rigid = self.contact_rigid.get(i).copied().unwrap_or(NO_RIGID);
+                    rigid = self
+                        .coupled
+                        .contact_rigid
+                        .get(i)
+                        .copied()
+                        .unwrap_or(NO_RIGID);
                     // A coupled rigid body moves beyond its velocity by its displacement.
                     moved -= h * obstacles[contact.obstacle as usize].velocity_at(&contact.point)
                         + self.rigid_shift(i, &contact.point);
@@ -439,11 +512,11 @@ impl Island {
             let n = contact.normal();
             let slip = moved - n * n.dot(&moved);
             let active = limit > 0.0 && compliance > 0.0;
-            let group = match self.group_of.entry(key) {
+            let group = match self.friction_update.group_of.entry(key) {
                 Entry::Occupied(at) => *at.get() as usize,
                 Entry::Vacant(at) => {
-                    at.insert(self.groups.len() as u32);
-                    self.groups.push(FrictionGroup {
+                    at.insert(self.friction_update.groups.len() as u32);
+                    self.friction_update.groups.push(FrictionGroup {
                         key,
                         slip: Vec3::zeros(),
                         count: 0.0,
@@ -456,11 +529,11 @@ impl Island {
                         rigid,
                         points: Vec3::zeros(),
                     });
-                    self.groups.len() - 1
+                    self.friction_update.groups.len() - 1
                 }
             };
             if active {
-                let g = &mut self.groups[group];
+                let g = &mut self.friction_update.groups[group];
                 g.slip += sign * slip;
                 g.count += 1.0;
                 g.normal_force += self.lambda[i];
@@ -470,47 +543,56 @@ impl Island {
                     g.points += contact.point;
                 }
             }
-            self.slips.push((slip, compliance, group as u32, sign));
+            self.friction_update
+                .slips
+                .push((slip, compliance, group as u32, sign));
         }
         // Pass 2: the groups' total forces, kept across iterations and steps. All groups
         // update at once (Jacobi), so a body in `k` groups (a cube in a stack, between the one
         // below and the one above) would be corrected `k` times over: its inverse mass counts
         // `k` times (mass splitting), which keeps the joint update from overshooting.
-        self.member_degree.clear();
-        self.member_degree.resize(self.members.len(), 0.0);
-        for g in self.groups.iter().filter(|g| g.count > 0.0) {
+        self.friction_update.member_degree.clear();
+        self.friction_update
+            .member_degree
+            .resize(self.members.len(), 0.0);
+        for g in self.friction_update.groups.iter().filter(|g| g.count > 0.0) {
             for b in g.bodies.iter().flatten() {
                 if let Some(k) = self.member_slot(*b) {
-                    self.member_degree[k] += 1.0;
+                    self.friction_update.member_degree[k] += 1.0;
                 }
             }
         }
         // A coupled rigid body slides with its groups' forces too: its compliance counts, once
         // per group it is in (without it, a light box's friction reaction overshot and the box
         // shuffled sideways at 5-10 cm/s on a slab).
-        self.rigid_degree.clear();
-        self.rigid_degree.resize(self.rigid.len(), 0.0);
-        self.rigid_carrying.clear();
-        self.rigid_carrying.resize(self.rigid.len(), 0.0);
-        for (i, &(_, compliance, _, _)) in self.slips.iter().enumerate() {
-            if let Some(&k) = self.contact_rigid.get(i)
+        self.friction_update.rigid_degree.clear();
+        self.friction_update
+            .rigid_degree
+            .resize(self.coupled.bodies.len(), 0.0);
+        self.friction_update.rigid_carrying.clear();
+        self.friction_update
+            .rigid_carrying
+            .resize(self.coupled.bodies.len(), 0.0);
+        for (i, &(_, compliance, _, _)) in self.friction_update.slips.iter().enumerate() {
+            if let Some(&k) = self.coupled.contact_rigid.get(i)
                 && k != NO_RIGID
                 && self.mu[i] * self.lambda[i] > 0.0
                 && compliance > 0.0
             {
-                self.rigid_carrying[k as usize] += 1.0;
+                self.friction_update.rigid_carrying[k as usize] += 1.0;
             }
         }
         for g in self
+            .friction_update
             .groups
             .iter()
             .filter(|g| g.count > 0.0 && g.rigid != NO_RIGID)
         {
-            self.rigid_degree[g.rigid as usize] += 1.0;
+            self.friction_update.rigid_degree[g.rigid as usize] += 1.0;
         }
         let model = settings.lcp.friction;
-        for gi in 0..self.groups.len() {
-            let g = self.groups[gi];
+        for gi in 0..self.friction_update.groups.len() {
+            let g = self.friction_update.groups[gi];
             let parts = if g.count > 0.0 {
                 self.body_compliances(gi, id, bodies, layout)
             } else {
@@ -519,9 +601,9 @@ impl Island {
             let rigid = match (g.rigid, g.count > 0.0) {
                 (NO_RIGID, _) | (_, false) => 0.0,
                 (k, true) => {
-                    let r = &self.rigid[k as usize];
+                    let r = &self.coupled.bodies[k as usize];
                     let arm = g.points / g.count - r.state.center;
-                    self.rigid_degree[k as usize] * r.sliding_compliance(&arm)
+                    self.friction_update.rigid_degree[k as usize] * r.sliding_compliance(&arm)
                 }
             };
             let compliance: f64 = rigid
@@ -530,20 +612,26 @@ impl Island {
                     .zip(parts)
                     .filter_map(|(b, c)| {
                         let k = self.member_slot((*b)?)?;
-                        Some(self.member_degree[k] * c)
+                        Some(self.friction_update.member_degree[k] * c)
                     })
                     .sum::<f64>();
-            let slot = self.step_groups.entry(g.key).or_insert(StepGroup::NONE);
+            let slot = self
+                .friction_update
+                .step_groups
+                .entry(g.key)
+                .or_insert(StepGroup::NONE);
             if slot.force == StepGroup::NONE.force {
-                slot.force = self.group_force.len() as u32;
-                self.group_force.push((g.key, Vec3::zeros()));
+                slot.force = self.friction_update.group_force.len() as u32;
+                self.friction_update
+                    .group_force
+                    .push((g.key, Vec3::zeros()));
             }
             let force = slot.force as usize;
-            let g = &mut self.groups[gi];
+            let g = &mut self.friction_update.groups[gi];
             g.compliance = compliance;
             g.force = force;
             if g.count > 0.0 && g.compliance > 0.0 {
-                let total = &mut self.group_force[g.force].1;
+                let total = &mut self.friction_update.group_force[g.force].1;
                 let slip = g.slip / g.count;
                 let trial = *total - slip / g.compliance;
                 let n = g.normal.try_normalize(1e-12).unwrap_or_else(Vec3::zeros);
@@ -553,14 +641,14 @@ impl Island {
         // Pass 3: each contact's force, its share of its group's plus its local part.
         for (i, contact) in self.contacts.iter().enumerate() {
             let limit = self.mu[i] * self.lambda[i];
-            let (slip, compliance, group, sign) = self.slips[i];
+            let (slip, compliance, group, sign) = self.friction_update.slips[i];
             if !(limit > 0.0 && compliance > 0.0) {
                 self.friction[i] = Vec3::zeros();
                 continue;
             }
-            let g = &self.groups[group as usize];
+            let g = &self.friction_update.groups[group as usize];
             let (share, local_slip) = if g.compliance > 0.0 {
-                let total = self.group_force[g.force].1;
+                let total = self.friction_update.group_force[g.force].1;
                 (
                     sign * total * (self.lambda[i] / g.normal_force),
                     slip - sign * g.slip / g.count,
@@ -574,18 +662,18 @@ impl Island {
             // contact counts, once per carrying contact on it (their local parts update at
             // once). Without it, the local parts' torque spun a 3 g box at 2.5 rad/s about the
             // vertical on landing on a rubber cube.
-            let rigid = match (self.contact_rigid.get(i), contact) {
+            let rigid = match (self.coupled.contact_rigid.get(i), contact) {
                 (Some(&k), IslandContact::Obstacle { contact, .. }) if k != NO_RIGID => {
-                    let r = &self.rigid[k as usize];
-                    self.rigid_carrying[k as usize]
+                    let r = &self.coupled.bodies[k as usize];
+                    self.friction_update.rigid_carrying[k as usize]
                         * r.sliding_compliance(&(contact.point - r.state.center))
                 }
                 _ => 0.0,
             };
-            let local = self.local[i] - local_slip / (h * h * compliance + rigid);
+            let local = self.friction_update.local[i] - local_slip / (h * h * compliance + rigid);
             let f = combine(share, local, &n, limit, model);
             self.friction[i] = f;
-            self.local[i] = f - project(share, &n, limit, model);
+            self.friction_update.local[i] = f - project(share, &n, limit, model);
             let (terms, count) = contact.terms(bodies);
             for &(b, v, w) in &terms[..count] {
                 if let Some(u) = layout.unknown(id, bodies, b as usize, v as usize) {

@@ -26,7 +26,8 @@
 //! per step for the stiff 1,000-vertex cube, within this machine's noise; the profile loses one
 //! of its two passes of `svd3`.)
 
-use super::{Island, Layout};
+use super::Island;
+use super::layout::Layout;
 use crate::sim::fem::newton::sufficient_decrease;
 use crate::sim::fem::stepping::ElementEvaluation;
 use crate::sim::math::Vec3;

@@ -32,10 +32,28 @@
 //! Friction is a force of the same QP, iterated with the PD iterations
 //! ([`Island::update_friction`]); restitution a rebound force applied after them
 //! ([`Island::restitution_force`]).
+//!
+//! | File | What it holds |
+//! |------|---------------|
+//! | `contact.rs` | [`IslandContact`]: a contact the QP constrains, its terms, key and coefficients |
+//! | `layout.rs` | [`Layout`]: where each body's unknowns are; [`NO_ISLAND`] |
+//! | `matrix.rs` | `IslandMatrix`: the island's `A` as an operator over the members' blocks |
+//! | `mod.rs` | [`Island`] (the fields every stage shares), [`Island::begin`], the rows ([`Island::build_rows`]), the constrained global step ([`Island::solve`]), convergence and the Chebyshev and Anderson weights |
+//! | `dual.rs` | the QP in the contact subspace, a dense LCP over the rows (`DualState`) |
+//! | `warm_start.rs` | the MPRGP solve's starting point (`WarmStart`) |
+//! | `rigid.rs` | coupled rigid bodies as unknowns of the QP (`CoupledRigid`) |
+//! | `friction.rs` | the friction update after each constrained step (`FrictionUpdate`), and the contact memory carried between steps ([`ContactMemory`]) |
+//! | `line_search.rs` | the Newton solver's line search (`LineSearch`) |
+//! | `redetect.rs` | re-detection at the iterate (`Redetection`) |
+//! | `restitution.rs` | the rebound force after the position solve (`Restitution`) |
+//! | `tests.rs` | tests that need the world's internals |
 
+mod contact;
 mod dual;
 mod friction;
+mod layout;
 mod line_search;
+mod matrix;
 mod redetect;
 mod restitution;
 mod rigid;
@@ -43,23 +61,25 @@ mod rigid;
 mod tests;
 mod warm_start;
 
+pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact};
 pub(crate) use friction::ContactMemory;
+pub(crate) use layout::{Layout, NO_ISLAND};
+use matrix::IslandMatrix;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::body::SoftBody;
 use super::coupling::Coupling;
 use super::report::FreezeReason;
-use super::{Solver, WorldSettings};
+use super::settings::WorldSettings;
+use super::solver::Solver;
 use crate::sim::contact::{
     Contact, EdgeContact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
 };
 use crate::sim::math::Vec3;
-use crate::sim::pd::PINNED;
 use crate::sim::qp::mprgp::Mprgp;
 use crate::sim::qp::{ConstraintRow, ContactForces, QpProblem, SpdOperator};
-use crate::sim::world::step::anderson::{AndersonState, MAX_ANDERSON_WINDOW};
+use crate::sim::world::anderson::{AndersonState, MAX_ANDERSON_WINDOW};
 
 /// Depth (m) past which a known obstacle contact at the end of an iteration asks for another
 /// one (see [`Island::redetect`]).
@@ -69,209 +89,33 @@ pub(crate) const VIOLATION_TOLERANCE: f64 = 1e-4;
 /// [`Island::solve`]).
 const QP_TOLERANCE_SHARE: f64 = 0.25;
 
-/// Island id of a body that is in none (frozen).
-pub(crate) const NO_ISLAND: u32 = u32::MAX;
-
-/// A contact an island's QP constrains.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum IslandContact {
-    /// A proxy of body `body` (world index) against an obstacle.
-    Obstacle {
-        /// The body.
-        body: u32,
-        /// The contact (proxy index, obstacle index, plane).
-        contact: Contact,
-    },
-    /// A surface vertex against a triangle (world body indices inside).
-    Soft(SoftContact),
-    /// A boundary edge against a boundary edge (world body indices inside).
-    Edge(EdgeContact),
-}
-
-/// The gap (m) an edge-edge row keeps, as a share of the vertex-triangle skin: smaller, so
-/// that where faces rest on faces (every edge pair within the skin) the vertex rows come first
-/// in the decoupler's deepest-first order and the edge rows only bind where edges cross.
-pub(crate) const EDGE_SKIN_SHARE: f64 = 0.5;
-
-/// Identity of a contact across steps: `[0, body, collider, obstacle]` for an obstacle contact,
-/// `[1, vertex body, vertex, triangle body]` for a vertex-triangle contact (which keeps one
-/// contact per vertex and pair of bodies, whatever triangle it slides to).
-pub(crate) type ContactKey = [u32; 4];
-
-/// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
-/// constrains (positive on the side the normal points to).
-pub(crate) type Terms = ([(u32, u32, f64); 7], usize);
-
-impl IslandContact {
-    /// The contact's vertex terms (weights below 1e-12 left out).
-    pub fn terms(&self, bodies: &[SoftBody]) -> Terms {
-        let mut out = ([(0, 0, 0.0); 7], 0);
-        let mut push = |b: u32, v: u32, w: f64| {
-            if w.abs() >= 1e-12 {
-                out.0[out.1] = (b, v, w);
-                out.1 += 1;
-            }
-        };
-        match self {
-            IslandContact::Obstacle { body, contact } => {
-                let proxy = &bodies[*body as usize].colliders[contact.proxy as usize];
-                for k in 0..4 {
-                    push(*body, proxy.vertices[k], proxy.weights[k]);
-                }
-            }
-            IslandContact::Soft(c) => {
-                push(c.vertex_body, c.vertex, 1.0);
-                for k in 0..3 {
-                    push(c.triangle_body, c.triangle_vertices[k], -c.weights[k]);
-                }
-            }
-            IslandContact::Edge(c) => {
-                for (b, v, w) in c.terms() {
-                    push(b, v, w);
-                }
-            }
-        }
-        out
-    }
-
-    /// The vertices of body `body` the contact touches (with `colliders` that body's
-    /// collision points; a proxy's vertices of weight below 1e-12 left out), in no order.
-    pub fn vertices_of<'a>(
-        &'a self,
-        body: u32,
-        colliders: &'a [crate::sim::embed::EmbeddedPoint],
-    ) -> impl Iterator<Item = u32> + 'a {
-        // Up to four vertices: a proxy's, or the two sides' of a soft or edge contact, of which
-        // one, both (a self-contact) or neither may be on `body`.
-        let sides = |a: bool, first: &[u32], b: bool, second: &[u32]| {
-            let mut out = ([0u32; 4], 0);
-            for side in [a.then_some(first), b.then_some(second)]
-                .into_iter()
-                .flatten()
-            {
-                out.0[out.1..out.1 + side.len()].copy_from_slice(side);
-                out.1 += side.len();
-            }
-            out
-        };
-        let (list, count) = match self {
-            IslandContact::Obstacle { body: b, contact } if *b == body => {
-                let proxy = &colliders[contact.proxy as usize];
-                let mut out = ([0u32; 4], 0);
-                for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
-                    if w.abs() >= 1e-12 {
-                        out.0[out.1] = v;
-                        out.1 += 1;
-                    }
-                }
-                out
-            }
-            IslandContact::Obstacle { .. } => ([0; 4], 0),
-            IslandContact::Soft(c) => sides(
-                c.vertex_body == body,
-                &[c.vertex],
-                c.triangle_body == body,
-                &c.triangle_vertices,
-            ),
-            IslandContact::Edge(c) => {
-                sides(c.body_a == body, &c.edge_a, c.body_b == body, &c.edge_b)
-            }
-        };
-        list.into_iter().take(count)
-    }
-
-    /// The contact's identity across steps, or `None` for an edge-edge contact (frictionless,
-    /// so it has no friction to carry).
-    pub fn key(&self) -> Option<ContactKey> {
-        match self {
-            IslandContact::Obstacle { body, contact } => {
-                Some([0, *body, contact.proxy, contact.obstacle])
-            }
-            IslandContact::Soft(c) => Some([1, c.vertex_body, c.vertex, c.triangle_body]),
-            IslandContact::Edge(_) => None,
-        }
-    }
-
-    /// The two bodies of a soft contact (the positive side's first), or `None` for an obstacle
-    /// contact.
-    pub fn soft_bodies(&self) -> Option<(u32, u32)> {
-        match self {
-            IslandContact::Obstacle { .. } => None,
-            IslandContact::Soft(c) => Some((c.vertex_body, c.triangle_body)),
-            IslandContact::Edge(c) => Some((c.body_a, c.body_b)),
-        }
-    }
-
-    /// The contact normal (unit).
-    pub fn normal(&self) -> Vec3 {
-        match self {
-            IslandContact::Obstacle { contact, .. } => contact.normal,
-            IslandContact::Soft(c) => c.normal,
-            IslandContact::Edge(c) => c.normal,
-        }
-    }
-
-    /// Friction and restitution of the contact (combined).
-    fn coefficients(&self, bodies: &[SoftBody], obstacles: &[Obstacle]) -> (f64, f64) {
-        match self {
-            IslandContact::Obstacle { body, contact } => bodies[*body as usize]
-                .material
-                .surface()
-                .combine(obstacles[contact.obstacle as usize].surface()),
-            IslandContact::Soft(c) => bodies[c.vertex_body as usize]
-                .material
-                .surface()
-                .combine(&bodies[c.triangle_body as usize].material.surface()),
-            // Edge rows are frictionless: they meet where two creases cross, between vertices
-            // whose own contacts carry the friction (with friction on edge rows too, a stack of
-            // cubes drifted sideways by centimetres).
-            IslandContact::Edge(c) => {
-                let (_, e) = bodies[c.body_a as usize]
-                    .material
-                    .surface()
-                    .combine(&bodies[c.body_b as usize].material.surface());
-                (0.0, e)
-            }
-        }
-    }
-}
-
-/// Where each body's unknowns are: its island and the island index of its first free vertex.
-#[derive(Clone, Copy)]
-pub(crate) struct Layout<'a> {
-    /// Per body: its island, or [`NO_ISLAND`].
-    pub island_of: &'a [u32],
-    /// Per body: offset of its free vertices in its island's unknowns.
-    pub offset_of: &'a [u32],
-}
-
-impl Layout<'_> {
-    /// The unknown of `vertex` of `body` in island `island`, or `None` if it cannot move there.
-    fn unknown(&self, island: u32, bodies: &[SoftBody], body: usize, vertex: usize) -> Option<u32> {
-        if self.island_of[body] != island {
-            return None;
-        }
-        let d = bodies[body].pd.as_ref()?.dof_map()[vertex];
-        (d != PINNED).then(|| self.offset_of[body] + d)
-    }
-}
-
 /// What the island's constrained global steps did in this step.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct IslandStats {
+    /// MPRGP iterations, summed over the step's QPs.
     pub mprgp_iterations: usize,
+    /// MPRGP's conjugate-gradient steps, summed over the step's QPs.
     pub mprgp_cg_steps: usize,
+    /// The last QP's relative KKT residual (0 where solved in the contact subspace).
     pub kkt_residual: f64,
+    /// Active rows at the last QP.
     pub active: usize,
+    /// Time in the constrained global steps.
     pub mprgp_time: Duration,
     /// Of `mprgp_time`, the QP solver alone (MPRGP or the contact subspace).
     pub qp_time: Duration,
+    /// Time in re-detection.
     pub detect_time: Duration,
     /// Constrained steps solved in the contact subspace ([`dual`]) instead of by MPRGP.
     pub subspace_solves: usize,
 }
 
-/// One island's QP data, reused from step to step.
+/// One island's QP data, reused from step to step: the fields every stage of the island shares
+/// (members, contacts and their forces, the unknowns' solution and forces, the rows of the
+/// current constrained step, the iterations' progress), and one struct per stage file for what
+/// only that stage keeps: the contact subspace (`dual`), the friction update (`friction`),
+/// the coupled rigid bodies (`rigid`), the MPRGP warm start (`warm_start`), re-detection
+/// (`redetect`), the Newton line search (`line_search`) and restitution (`restitution`).
 #[derive(Debug, Default)]
 pub(crate) struct Island {
     /// Member bodies (world indices), increasing.
@@ -282,13 +126,9 @@ pub(crate) struct Island {
     pub contacts: Vec<IslandContact>,
     /// Per contact: its normal force (N) at the last constrained global step (0 without a row).
     pub lambda: Vec<f64>,
-    /// Per contact: its restitution coefficient where its approach speed at the start of the
-    /// step exceeds the threshold, else 0 (see [`Island::restitution_force`]).
-    pub restitution: Vec<f64>,
-    /// Per contact: its normal approach speed at the start of the step (m/s).
-    approach: Vec<f64>,
-    /// `sum_c e_c lambda_c` of the bouncing contacts (N), set by the restitution force.
-    restitution_weight: f64,
+    /// Per contact: its restitution coefficient and approach speed; the rebound's weight
+    /// ([`restitution`]).
+    pub(crate) restitution: restitution::Restitution,
     /// Per contact: its combined friction coefficient.
     pub mu: Vec<f64>,
     /// Per contact: its friction force (N, tangential, on the positive side), iterated with the
@@ -296,35 +136,13 @@ pub(crate) struct Island {
     pub friction: Vec<Vec3>,
     /// The friction forces per unknown, for the next constrained step.
     friction_force: Vec<Vec3>,
-    /// Scratch of the friction update: per member, the number of groups it slides in.
-    member_degree: Vec<f64>,
-    /// Scratch of the friction update: per contact `(slip, compliance, group, sign)`.
-    slips: Vec<(Vec3, f64, u32, f64)>,
-    /// Scratch of the friction update: the contacts per pair of bodies (or body and obstacle).
-    groups: Vec<friction::FrictionGroup>,
-    /// Scratch of the friction update: each group's index in `groups`, by its key (a scan of
-    /// the groups per contact grew with contacts x groups in large islands).
-    group_of: HashMap<(u32, u32), u32>,
-    /// Per group (pair of bodies, or body and obstacle): its total friction force (N) in this
-    /// step (see [`Island::update_friction`]).
-    group_force: Vec<((u32, u32), Vec3)>,
-    /// Per contact: the part of its friction force beyond its share of its group's (N).
-    local: Vec<Vec3>,
-    /// Per group of this step: the compliances of its bodies (m/N; see
-    /// [`friction::FrictionGroup`]), computed when the group first appears in the step.
-    group_compliance: Vec<((u32, u32), [f64; 2])>,
-    /// Per group key of this step: where its values are in `group_force` and
-    /// `group_compliance` (scans of those lists per group grew with the square of the groups).
-    step_groups: HashMap<(u32, u32), friction::StepGroup>,
-    /// Scratch of the compliance solves: the force's distribution, the mean slip's, and the
-    /// response, per free vertex of one body.
-    compliance_d: Vec<f64>,
-    compliance_u: Vec<f64>,
-    compliance_z: Vec<f64>,
-    solve_scratch: crate::sim::sparse::SolveScratch,
-    /// PD iterations planned and run.
+    /// The friction update's groups, per-step memory and scratch ([`Island::update_friction`]).
+    friction_update: friction::FrictionUpdate,
+    /// PD iterations planned (grows by re-detection up to the step's limit).
     pub iterations: usize,
+    /// PD iterations run.
     pub done: usize,
+    /// What the island's constrained global steps did in this step.
     pub stats: IslandStats,
     /// Per unknown: the contact, reaction and friction forces of the last iteration, added to
     /// the next unconstrained solve; after the iterations, the restitution force.
@@ -356,7 +174,9 @@ pub(crate) struct Island {
     /// With the energy audit on: per unknown, the contact forces (rows and held reactions) and
     /// the friction forces the last constrained step solved with (N).
     pub audit_forces: Vec<(Vec3, Vec3)>,
+    /// The decoupled rows of the current constrained step ([`Island::build_rows`]).
     rows: Vec<ConstraintRow>,
+    /// Per row: its contact's index in [`Island::contacts`].
     row_contact: Vec<u32>,
     /// `(row, unknown, coefficient)` of the terms the rows hold (see [`RowDecoupler`]).
     held: Vec<(u32, u32, Vec3)>,
@@ -365,30 +185,17 @@ pub(crate) struct Island {
     reaction: Vec<Vec3>,
     /// `b` of the QP: the PD right-hand side plus the reactions.
     b_qp: Vec<Vec3>,
+    /// Per row: its multiplier (N) from the last constrained step.
     row_lambda: Vec<f64>,
+    /// Scratch of [`Island::build_rows`]: `(violation, contact)`, in the order rows are built.
     order: Vec<(f64, u32)>,
+    /// Builds decoupled rows, each unknown claimed by at most one ([`RowDecoupler`]).
     decoupler: RowDecoupler,
+    /// The members' PD right-hand sides per unknown (N), copied in by [`Island::solve`].
     b: Vec<Vec3>,
-    /// The iterate, projected as a warm start of the QP; after an MPRGP solve, its solution.
-    x_alt: Vec<Vec3>,
-    /// The right-hand side of the unconstrained solves, `b` plus the forces they included:
-    /// `A x_free` to their accuracy (see the `warm_start` module).
-    rhs_free: Vec<Vec3>,
-    /// `A (x_alt - y)`, exact where [`Island::solution_product_kept`] says so.
-    a_solution: Vec<Vec3>,
-    /// Whether `a_solution` is the product for `x_alt` in this step.
-    solution_product_kept: bool,
-    /// Per chunk of unknowns, the warm start's partial sums.
-    partials: Vec<[f64; 2]>,
-    /// The unknowns a warm start's projection moved, with their positions before.
-    moved: Vec<(u32, Vec3)>,
-    /// Scratch flags per unknown of the projection (all false between uses).
-    moved_mark: Vec<bool>,
-    /// Per unknown: the inertial prediction `y`, about which the contact QP is solved.
-    anchor: Vec<Vec3>,
-    /// `A y`, and whether it and the MPRGP's `||A||` estimate are set for this step.
-    a_anchor: Vec<Vec3>,
-    step_products: bool,
+    /// The MPRGP solve's starting points and the products that choose between them
+    /// ([`warm_start`]).
+    warm: warm_start::WarmStart,
     /// Per unknown: the index in [`Island::members`] of its body.
     unknown_member: Vec<u32>,
     /// `J' lambda` of the last constrained step, per unknown it touches (N): the contact force
@@ -404,161 +211,21 @@ pub(crate) struct Island {
     /// The reactions and friction forces per unknown (N), for an unconstrained solve without
     /// the contact forces.
     pub applied: Vec<Vec3>,
-    /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
-    lambda_prev: Vec<f64>,
-    /// The contact subspace's `S = J A^-1 J'` ([`dual`]), kept while its rows come back.
-    dual_s: crate::sim::qp::dense_lcp::SymmetricRows,
-    dual_upper: crate::sim::qp::dense_lcp::SymmetricRows,
-    /// Blocks of rows of `S`'s upper triangle, built in parallel ([`dual`]).
-    dual_blocks: Vec<dual::UpperBlock>,
-    dual_cursor: Vec<usize>,
-    /// Per world body: the range of its entries in `dual_entries`.
-    dual_body_entries: Vec<(u32, u32)>,
-    dual_q: Vec<f64>,
-    dual_delta: Vec<Vec3>,
-    dual_touched: Vec<u32>,
-    dual_entries: Vec<dual::DualEntry>,
-    dual_lcp: crate::sim::qp::dense_lcp::DenseLcp,
-    /// The rows the kept `S` (`dual_s`) and the LCP's factor are of, in the kept order; empty
-    /// where none is kept ([`dual`]).
-    dual_keys: Vec<dual::RowKey>,
-    /// `dual_keys`' indices sorted by key.
-    dual_order: Vec<u32>,
-    /// The current rows' keys, compared with `dual_keys`, and their indices sorted by key.
-    dual_keys_next: Vec<dual::RowKey>,
-    dual_order_next: Vec<u32>,
-    /// Per current row, its index in the kept matrix.
-    dual_kept_of: Vec<u32>,
-    /// `q` and the multipliers in the kept matrix's order of the rows.
-    dual_q_kept: Vec<f64>,
-    dual_lambda_kept: Vec<f64>,
+    /// The contact subspace's state ([`dual`]): the kept `S = J A^-1 J'`, its rows' keys, the
+    /// dense LCP and its scratch.
+    dual: dual::DualState,
+    /// `A x - b_qp` per unknown (N) after an MPRGP solve; scratch of the objectives before it.
     gradient: Vec<Vec3>,
+    /// The MPRGP solver and its scratch.
     mprgp: Mprgp,
+    /// The contact forces recovered from MPRGP's final gradient.
     forces: ContactForces,
     /// Scratch of the Newton solver's line search ([`Island::newton_line_search`]).
     line_search: line_search::LineSearch,
-    /// Per member, the scratch and findings of [`Island::redetect`].
-    searches: Vec<redetect::MemberSearch>,
-    /// The keys of the contacts known before a re-detection, sorted (see
-    /// [`Island::redetect`]): `(body, proxy, obstacle)` of obstacle contacts and
-    /// `(vertex_body, vertex, triangle_body)` of soft ones.
-    known_obstacle: Vec<(u32, u32, u32)>,
-    known_soft: Vec<(u32, u32, u32)>,
-    /// The coupled rigid bodies the island's contacts touch ([`rigid`]).
-    rigid: Vec<rigid::IslandRigid>,
-    /// Per contact: its rigid body's index in `rigid`, or [`rigid::NO_RIGID`].
-    contact_rigid: Vec<u32>,
-    /// Per row: its rigid term.
-    row_rigid: Vec<rigid::RowRigid>,
-    /// `(rigid body, row)` of the rows on rigid bodies, sorted.
-    rigid_rows: Vec<(u32, u32)>,
-    rigid_scratch: Vec<[Vec3; 2]>,
-    /// Scratch of the friction update: per rigid body, the number of groups it slides in and
-    /// of its contacts that carry friction.
-    rigid_degree: Vec<f64>,
-    rigid_carrying: Vec<f64>,
-    /// Scratch of [`Island::rigid_held`]: the island matrix's diagonal, and per rigid body
-    /// the stiffness of its rows.
-    rigid_diagonal: Vec<Vec3>,
-    rigid_stiffness: Vec<nalgebra::Matrix6<f64>>,
-}
-
-/// The island's `A`: each member's matrix on its block of unknowns, the PD matrix or, with
-/// the Newton solver, the Newton matrix of the current iteration.
-struct IslandMatrix<'a> {
-    bodies: &'a [SoftBody],
-    members: &'a [u32],
-    layout: Layout<'a>,
-    unknowns: usize,
-}
-
-/// One member's block of an [`IslandMatrix`].
-enum MemberMatrix<'a> {
-    /// The PD system (its matrix acts alike on x, y and z).
-    Pd(&'a crate::sim::pd::PdSystem),
-    /// The Newton matrix over the member's 3-vectors.
-    Newton(crate::sim::fem::constrained::NewtonOperator<'a>),
-}
-
-impl IslandMatrix<'_> {
-    /// Each member's matrix, its first unknown and its number of unknowns.
-    fn blocks(&self) -> impl Iterator<Item = (MemberMatrix<'_>, usize, usize)> + '_ {
-        self.members.iter().filter_map(|&b| {
-            let body = &self.bodies[b as usize];
-            let pd = body.pd.as_ref()?;
-            let matrix = match &body.newton {
-                Some(state) => MemberMatrix::Newton(state.system.operator()),
-                None => MemberMatrix::Pd(pd),
-            };
-            let o = self.layout.offset_of[b as usize] as usize;
-            Some((matrix, o, pd.free_vertices().len()))
-        })
-    }
-}
-
-impl SpdOperator for IslandMatrix<'_> {
-    fn len(&self) -> usize {
-        self.unknowns
-    }
-    fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.matrix().mul_vec3(x, out),
-                MemberMatrix::Newton(m) => m.apply(x, out),
-            }
-        }
-    }
-    fn diagonal(&self, out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let out = &mut out[o..o + n];
-            match matrix {
-                MemberMatrix::Pd(pd) => SpdOperator::diagonal(pd.matrix(), out),
-                MemberMatrix::Newton(m) => m.diagonal(out),
-            }
-        }
-    }
-    fn jacobi_scale(&self, out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let out = &mut out[o..o + n];
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.jacobi_scale_into(out),
-                MemberMatrix::Newton(m) => m.jacobi_scale(out),
-            }
-        }
-    }
-    fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
-        let (matrix, o, n) = self.blocks().find(|&(_, o, n)| (o..o + n).contains(&v))?;
-        let x = &x[o..o + n];
-        match matrix {
-            MemberMatrix::Pd(pd) => Some(pd.matrix().mul_row(x, v - o)),
-            MemberMatrix::Newton(m) => m.product_row(x, v - o),
-        }
-    }
-    fn has_coarse_space(&self) -> bool {
-        self.blocks()
-            .any(|(m, _, _)| matches!(m, MemberMatrix::Pd(pd) if pd.coarse_space().is_some()))
-    }
-    fn add_coarse_correction(&self, r: &[Vec3], coarse: &mut Vec<Vec3>, out: &mut [Vec3]) {
-        // `A` is block diagonal over the members, and so is the coarse space: each member's
-        // own grid on its own block.
-        for (matrix, o, n) in self.blocks() {
-            if let MemberMatrix::Pd(pd) = matrix {
-                pd.add_coarse_correction(&r[o..o + n], coarse, &mut out[o..o + n]);
-            }
-        }
-    }
-    fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.apply_jacobi_scaled(x, out),
-                MemberMatrix::Newton(m) => {
-                    m.apply_scaled(&scale[o..o + n], x, &mut tmp[o..o + n], out)
-                }
-            }
-        }
-    }
+    /// Re-detection's scratch and findings ([`Island::redetect`]).
+    redetection: redetect::Redetection,
+    /// The coupled rigid bodies the island's contacts touch, and their rows' terms ([`rigid`]).
+    coupled: rigid::CoupledRigid,
 }
 
 impl Island {
@@ -596,13 +263,13 @@ impl Island {
         self.contacts.extend(soft.map(IslandContact::Soft));
         self.contacts.extend(edges.map(IslandContact::Edge));
         self.lambda.clear();
-        self.restitution.clear();
-        self.approach.clear();
+        self.restitution.coefficient.clear();
+        self.restitution.approach.clear();
         self.mu.clear();
         self.friction.clear();
-        self.local.clear();
-        self.group_compliance.clear();
-        self.step_groups.clear();
+        self.friction_update.local.clear();
+        self.friction_update.group_compliance.clear();
+        self.friction_update.step_groups.clear();
         self.setup_contacts(0, bodies, obstacles, settings);
         self.begin_rigid(coupling, h);
         self.remember_friction(bodies, memory);
@@ -611,11 +278,11 @@ impl Island {
         self.b_qp.resize(self.unknowns, Vec3::zeros());
         self.x.resize(self.unknowns, Vec3::zeros());
         self.b.resize(self.unknowns, Vec3::zeros());
-        self.x_alt.resize(self.unknowns, Vec3::zeros());
-        self.anchor.resize(self.unknowns, Vec3::zeros());
-        self.a_anchor.resize(self.unknowns, Vec3::zeros());
-        self.step_products = false;
-        self.solution_product_kept = false;
+        self.warm.x_alt.resize(self.unknowns, Vec3::zeros());
+        self.warm.anchor.resize(self.unknowns, Vec3::zeros());
+        self.warm.a_anchor.resize(self.unknowns, Vec3::zeros());
+        self.warm.step_products = false;
+        self.warm.solution_product_kept = false;
         self.unknown_member.clear();
         for (k, &b) in self.members.iter().enumerate() {
             let n = bodies[b as usize].free_count();
@@ -801,26 +468,35 @@ impl Island {
             let (mu, e) = c.coefficients(bodies, obstacles);
             self.mu.push(mu);
             let approach = restitution::approach_speed(c, bodies, obstacles);
-            self.approach.push(approach);
+            self.restitution.approach.push(approach);
             // Contacts with a coupled rigid body are inelastic: the rebound pass treats
             // obstacles as immovable, and its reaction would give a light body more than the
             // rebound (energy from nowhere).
             let coupled = matches!(c, IslandContact::Obstacle { contact, .. }
                 if obstacles.get(contact.obstacle as usize).is_some_and(|o| o.coupling().is_some()));
-            self.restitution
-                .push(if approach > settings.restitution_threshold && !coupled {
+            self.restitution.coefficient.push(
+                if approach > settings.restitution_threshold && !coupled {
                     e
                 } else {
                     0.0
-                });
+                },
+            );
             self.friction.push(Vec3::zeros());
-            self.local.push(Vec3::zeros());
+            self.friction_update.local.push(Vec3::zeros());
         }
     }
 
     /// Whether the island runs another PD iteration.
     pub fn active(&self) -> bool {
         self.done < self.iterations
+    }
+
+    /// The island's obstacle contacts, `(body, contact)`, in order.
+    pub fn obstacle_contacts(&self) -> impl Iterator<Item = (u32, &Contact)> + '_ {
+        self.contacts.iter().filter_map(|c| match c {
+            IslandContact::Obstacle { body, contact } => Some((*body, contact)),
+            _ => None,
+        })
     }
 
     /// The gap-violation `c - J x` of contact `i` at the bodies' positions (m; positive when
@@ -1093,7 +769,7 @@ impl Island {
         } else {
             &self.applied
         };
-        self.rhs_free.resize(self.unknowns, Vec3::zeros());
+        self.warm.rhs_free.resize(self.unknowns, Vec3::zeros());
         let mut iterate_kept = true;
         for &b in &self.members {
             let body = &bodies[b as usize];
@@ -1104,15 +780,15 @@ impl Island {
             self.x[o..o + n].copy_from_slice(&body.ws.x_free[..n]);
             for (d, &vi) in pd.free_vertices().iter().enumerate() {
                 let x = body.x[vi as usize];
-                iterate_kept &= self.x_alt[o + d] == x;
-                self.x_alt[o + d] = x;
-                self.anchor[o + d] = body.ws.y[vi as usize];
-                self.rhs_free[o + d] = body.ws.b[d] + carried[o + d];
+                iterate_kept &= self.warm.x_alt[o + d] == x;
+                self.warm.x_alt[o + d] = x;
+                self.warm.anchor[o + d] = body.ws.y[vi as usize];
+                self.warm.rhs_free[o + d] = body.ws.b[d] + carried[o + d];
             }
         }
         // The last QP's product holds for the iterate only if the bodies hand back its
         // solution unchanged (see `warm_start`).
-        self.solution_product_kept &= iterate_kept;
+        self.warm.solution_product_kept &= iterate_kept;
         let push_out = settings.max_depenetration_speed * h;
         self.build_rows(
             id,
@@ -1131,8 +807,8 @@ impl Island {
         {
             *q = b + r + f;
         }
-        self.lambda_prev.clear();
-        self.lambda_prev.extend_from_slice(&self.lambda);
+        self.dual.lambda_prev.clear();
+        self.dual.lambda_prev.extend_from_slice(&self.lambda);
         self.lambda.iter_mut().for_each(|l| *l = 0.0);
         if self.rows.is_empty() {
             // The unconstrained solution solved with the last iteration's forces, which no row
@@ -1159,7 +835,7 @@ impl Island {
             self.friction_force
                 .iter_mut()
                 .for_each(|f| *f = Vec3::zeros());
-            self.groups.clear();
+            self.friction_update.groups.clear();
             self.row_force.clear();
             self.rigid_untouched();
             self.rows_in_free = true;
@@ -1186,7 +862,7 @@ impl Island {
             self.hold_rigid();
             self.solve_by_mprgp(bodies, layout, settings)?;
             if self.touches_rigid() {
-                let mut diagonal = std::mem::take(&mut self.rigid_diagonal);
+                let mut diagonal = std::mem::take(&mut self.coupled.diagonal);
                 diagonal.resize(self.unknowns, Vec3::zeros());
                 IslandMatrix {
                     bodies,
@@ -1196,7 +872,7 @@ impl Island {
                 }
                 .diagonal(&mut diagonal);
                 self.rigid_held(h, &diagonal);
-                self.rigid_diagonal = diagonal;
+                self.coupled.diagonal = diagonal;
             }
         }
         self.stats.qp_time += t_qp.elapsed();
@@ -1314,16 +990,16 @@ impl Island {
         // matrix and the prediction are the same for every QP of the step: `A y` and the
         // estimate of `||A||` come from its first (the Newton matrix changes every iteration).
         if settings.solver == Solver::NewtonMprgp {
-            self.step_products = false;
+            self.warm.step_products = false;
         }
-        if !self.step_products {
+        if !self.warm.step_products {
             IslandMatrix {
                 bodies,
                 members: &self.members,
                 layout,
                 unknowns: self.unknowns,
             }
-            .apply(&self.anchor, &mut self.a_anchor);
+            .apply(&self.warm.anchor, &mut self.warm.a_anchor);
         }
         // Warm start: the better of the projected unconstrained solution (which already holds
         // the last iteration's contact forces) and the projected previous iterate, with the
@@ -1332,7 +1008,7 @@ impl Island {
         let from_iterate = if reuse {
             self.choose_warm_start(bodies, layout)
         } else {
-            self.solution_product_kept = false;
+            self.warm.solution_product_kept = false;
             let matrix = IslandMatrix {
                 bodies,
                 members: &self.members,
@@ -1350,11 +1026,11 @@ impl Island {
                 &matrix,
                 &self.b_qp,
                 &self.rows,
-                &mut self.x_alt,
+                &mut self.warm.x_alt,
                 &mut self.gradient,
             );
             if f_old < f_new {
-                self.x.copy_from_slice(&self.x_alt);
+                self.x.copy_from_slice(&self.warm.x_alt);
             }
             false
         };
@@ -1378,18 +1054,18 @@ impl Island {
             b: &self.b_qp,
             rows: &self.rows,
         };
-        self.mprgp.reuse_norm_estimate(self.step_products);
+        self.mprgp.reuse_norm_estimate(self.warm.step_products);
         let qp = self
             .mprgp
             .solve_about_from(
                 &problem,
-                &self.anchor,
-                Some(&self.a_anchor),
-                from_iterate.then_some(self.a_solution.as_slice()),
+                &self.warm.anchor,
+                Some(&self.warm.a_anchor),
+                from_iterate.then_some(self.warm.a_solution.as_slice()),
                 &mut self.x,
             )
             .map_err(|e| FreezeReason::ContactSolve(e.to_string()))?;
-        self.step_products = true;
+        self.warm.step_products = true;
         self.mprgp.final_gradient(&mut self.gradient);
         if reuse {
             let gradient = std::mem::take(&mut self.gradient);

@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Island, IslandContact, VIOLATION_TOLERANCE};
+use super::contact::IslandContact;
+use super::{Island, VIOLATION_TOLERANCE};
 use crate::sim::contact::{
     Contact, Obstacle, SoftContact, SoftSurface, detect_contacts, detect_soft_contacts,
 };
 use crate::sim::math::Vec3;
-use crate::sim::world::WorldSettings;
 use crate::sim::world::body::SoftBody;
+use crate::sim::world::settings::WorldSettings;
 
 /// One member's share of a re-detection: its scratch buffers and what it found.
 #[derive(Debug, Default)]
@@ -45,6 +46,18 @@ struct Known<'a> {
     soft: &'a [(u32, u32, u32)],
 }
 
+/// The scratch and findings of one island's re-detection ([`Island::redetect`]).
+#[derive(Debug, Default)]
+pub(crate) struct Redetection {
+    /// Per member, the scratch and findings of [`Island::redetect`].
+    pub(super) searches: Vec<MemberSearch>,
+    /// The keys of the contacts known before a re-detection, sorted (see
+    /// [`Island::redetect`]): `(body, proxy, obstacle)` of obstacle contacts.
+    pub(super) known_obstacle: Vec<(u32, u32, u32)>,
+    /// The sorted `(vertex_body, vertex, triangle_body)` keys of the known soft contacts.
+    pub(super) known_soft: Vec<(u32, u32, u32)>,
+}
+
 impl Island {
     /// After an iteration: contacts at the new positions that no contact of the island covers
     /// yet. Returns how many were added, plus how many known obstacle contacts are violated by
@@ -63,34 +76,37 @@ impl Island {
         // What is known already, by key: a binary search per contact found, where a scan of
         // the island's contacts per contact found grew with the square of their number (about
         // 600 in the `pile` example's island: 1 % of its profile).
-        self.known_obstacle.clear();
-        self.known_soft.clear();
+        self.redetection.known_obstacle.clear();
+        self.redetection.known_soft.clear();
         for k in &self.contacts {
             match k {
                 IslandContact::Obstacle { body, contact } => {
-                    self.known_obstacle
+                    self.redetection
+                        .known_obstacle
                         .push((*body, contact.proxy, contact.obstacle));
                 }
                 IslandContact::Soft(s) => {
-                    self.known_soft
+                    self.redetection
+                        .known_soft
                         .push((s.vertex_body, s.vertex, s.triangle_body));
                 }
                 IslandContact::Edge(_) => {}
             }
         }
-        self.known_obstacle.sort_unstable();
-        self.known_soft.sort_unstable();
+        self.redetection.known_obstacle.sort_unstable();
+        self.redetection.known_soft.sort_unstable();
         let known = Known {
-            obstacle: &self.known_obstacle,
-            soft: &self.known_soft,
+            obstacle: &self.redetection.known_obstacle,
+            soft: &self.redetection.known_soft,
         };
         let members = &self.members;
-        if self.searches.len() < members.len() {
-            self.searches
+        if self.redetection.searches.len() < members.len() {
+            self.redetection
+                .searches
                 .resize_with(members.len(), MemberSearch::default);
         }
         let push_out = settings.max_depenetration_speed * h;
-        self.searches[..members.len()]
+        self.redetection.searches[..members.len()]
             .par_iter_mut()
             .zip(members.par_iter())
             .for_each(|(search, &b)| {
@@ -105,11 +121,11 @@ impl Island {
                 }
             });
         let mut violated = 0;
-        for search in &self.searches[..members.len()] {
+        for search in &self.redetection.searches[..members.len()] {
             self.contacts.extend_from_slice(&search.new_obstacle);
             violated += search.violated;
         }
-        for search in &self.searches[..members.len()] {
+        for search in &self.redetection.searches[..members.len()] {
             self.contacts.extend_from_slice(&search.new_soft);
         }
         self.setup_contacts(before, bodies, obstacles, settings);

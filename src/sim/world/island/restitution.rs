@@ -1,9 +1,34 @@
-//! Restitution by Poisson's rule, applied through the bodies' prefactored matrices.
+//! The island's restitution stage (phase 5 of the substep, called by the step's `respond`
+//! after the position solve and before the velocity LCP): restitution by Newton's rule — a
+//! bouncing contact should leave at `e` times the normal speed it approached with at the start
+//! of the step (a ratio of speeds, not Poisson's ratio of impulses) — applied as a rebound
+//! force through the bodies' prefactored matrices, one scale per island.
+//!
+//! Which contacts bounce is set when they join the island ([`Island::setup_contacts`]:
+//! approach speed at the start of the step, [`approach_speed`], above the threshold, and not
+//! against a coupled rigid body).
 
-use super::{Island, IslandContact, Layout};
+use super::Island;
+use super::contact::IslandContact;
+use super::layout::Layout;
 use crate::sim::contact::Obstacle;
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;
+
+/// The restitution data of one island's contacts, set as they join it
+/// ([`Island::setup_contacts`]) and read by [`Island::restitution_force`] after the position
+/// solve (and by the velocity LCP, which lets a contact that does not bounce take back at most
+/// its push).
+#[derive(Debug, Default)]
+pub(crate) struct Restitution {
+    /// Per contact: its restitution coefficient where its approach speed at the start of the
+    /// step exceeds the threshold, else 0 (see [`Island::restitution_force`]).
+    pub(crate) coefficient: Vec<f64>,
+    /// Per contact: its normal approach speed at the start of the step (m/s).
+    pub(super) approach: Vec<f64>,
+    /// `sum_c e_c lambda_c` of the bouncing contacts (N), set by the restitution force.
+    pub(super) weight: f64,
+}
 
 impl Island {
     /// Restitution, first half. Every contact that closed faster than the threshold at the start
@@ -26,7 +51,7 @@ impl Island {
         self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
         let (mut weight, mut deficit) = (0.0, 0.0);
         for (i, contact) in self.contacts.iter().enumerate() {
-            let push = self.restitution[i] * self.lambda[i];
+            let push = self.restitution.coefficient[i] * self.lambda[i];
             if !(push > 0.0) {
                 continue;
             }
@@ -43,9 +68,11 @@ impl Island {
                 velocity -= obstacles[contact.obstacle as usize].velocity_at(&contact.point);
             }
             weight += push;
-            deficit += push * (self.restitution[i] * self.approach[i] - n.dot(&velocity));
+            deficit += push
+                * (self.restitution.coefficient[i] * self.restitution.approach[i]
+                    - n.dot(&velocity));
         }
-        self.restitution_weight = weight;
+        self.restitution.weight = weight;
         (weight > 0.0 && deficit > 0.0).then(|| deficit / weight)
     }
 
@@ -66,7 +93,7 @@ impl Island {
                 .sum::<f64>();
         }
         if response > 0.0 {
-            deficit * self.restitution_weight / response
+            deficit * self.restitution.weight / response
         } else {
             0.0
         }

@@ -5,9 +5,10 @@
 
 use nalgebra::{Matrix3, Matrix6, Vector6};
 
-use super::{Island, IslandContact};
+use super::Island;
+use super::contact::IslandContact;
 use crate::sim::math::Vec3;
-use crate::sim::world::coupling::{Coupling, NOT_COUPLED, RigidState};
+use crate::sim::world::coupling::{Coupling, NOT_COUPLED, RigidShare, RigidState};
 
 /// No rigid body in this row or contact.
 pub(crate) const NO_RIGID: u32 = u32::MAX;
@@ -46,6 +47,18 @@ pub(crate) struct IslandRigid {
 }
 
 impl IslandRigid {
+    /// What the island's last solve did to the body, for [`Coupling::settle`].
+    pub(crate) fn share(&self) -> RigidShare {
+        RigidShare {
+            entry: self.entry,
+            displacement: self.displacement,
+            next: self.next,
+            angular_impulse: self.impulse[1],
+            contacts: self.contacts,
+            exact: self.exact,
+        }
+    }
+
     /// The displacement `A_r^-1 (force, torque)` (m, rad) of a force (N) and torque (N m).
     fn displacement_of(&self, force: Vec3, torque: Vec3) -> [Vec3; 2] {
         [
@@ -67,7 +80,7 @@ impl IslandRigid {
     }
 }
 
-/// A row's rigid term: the body ([`Island::rigid_bodies`] index, or [`NO_RIGID`]), the
+/// A row's rigid term: the body (`Island::rigid` index, or [`NO_RIGID`]), the
 /// contact normal `n` (out of the body) and `r x n`, `r` the contact point's arm from the
 /// centre of mass. The row's coefficients on the body's displacement are `-n` and `-(r x n)`.
 #[derive(Debug, Clone, Copy)]
@@ -77,21 +90,41 @@ pub(super) struct RowRigid {
     pub arm: Vec3,
 }
 
+/// The coupled rigid bodies of one island in this substep ([`crate::sim::world::coupling`]):
+/// the bodies, which contact and row is on which, and the scratch of their held update.
+#[derive(Debug, Default)]
+pub(crate) struct CoupledRigid {
+    /// The coupled rigid bodies the island's contacts touch (`crate::sim::world::coupling`).
+    pub(super) bodies: Vec<IslandRigid>,
+    /// Per contact: its rigid body's index in `bodies`, or [`NO_RIGID`].
+    pub(super) contact_rigid: Vec<u32>,
+    /// Per row: its rigid term.
+    pub(super) row_rigid: Vec<RowRigid>,
+    /// `(rigid body, row)` of the rows on rigid bodies, sorted.
+    pub(super) rigid_rows: Vec<(u32, u32)>,
+    /// Scratch of the rigid displacement of the rows' forces: per rigid body, force and torque.
+    pub(super) scratch: Vec<[Vec3; 2]>,
+    /// Scratch of [`Island::rigid_held`]: the island matrix's diagonal.
+    pub(super) diagonal: Vec<Vec3>,
+    /// Scratch of [`Island::rigid_held`]: per rigid body, the stiffness of its rows.
+    pub(super) stiffness: Vec<nalgebra::Matrix6<f64>>,
+}
+
 impl Island {
-    /// The coupled rigid bodies the island's QP has had in this step.
-    pub(crate) fn rigid_bodies(&self) -> &[IslandRigid] {
-        &self.rigid
+    /// What the island's last solve did to each coupled rigid body it has had in this step.
+    pub(crate) fn rigid_shares(&self) -> impl Iterator<Item = RigidShare> + '_ {
+        self.coupled.bodies.iter().map(IslandRigid::share)
     }
 
     /// Whether the island touches a coupled rigid body (its columns are then all computed
     /// at once: the body is an unknown only in the contact subspace).
     pub(crate) fn touches_rigid(&self) -> bool {
-        !self.rigid.is_empty()
+        !self.coupled.bodies.is_empty()
     }
 
     /// The index in [`Island::rigid`] of `entry`'s body, added if new.
     fn rigid_index(&mut self, entry: u32, coupling: &Coupling, h: f64) -> u32 {
-        if let Some(k) = self.rigid.iter().position(|r| r.entry == entry) {
+        if let Some(k) = self.coupled.bodies.iter().position(|r| r.entry == entry) {
             return k as u32;
         }
         let state = coupling.state(entry);
@@ -102,7 +135,7 @@ impl Island {
             .eigenvalues
             .max()
             .max(0.0);
-        self.rigid.push(IslandRigid {
+        self.coupled.bodies.push(IslandRigid {
             entry,
             state,
             inverse_mass_h2: h * h * state.inverse_mass,
@@ -117,13 +150,13 @@ impl Island {
             applied: [Vec3::zeros(); 2],
             applied_force: [Vec3::zeros(); 2],
         });
-        (self.rigid.len() - 1) as u32
+        (self.coupled.bodies.len() - 1) as u32
     }
 
     /// At the start of the step: the coupled bodies the island's contacts touch.
     pub(super) fn begin_rigid(&mut self, coupling: &Coupling, h: f64) {
-        self.rigid.clear();
-        self.contact_rigid.clear();
+        self.coupled.bodies.clear();
+        self.coupled.contact_rigid.clear();
         if !coupling.any() {
             return;
         }
@@ -141,13 +174,13 @@ impl Island {
     /// body, and each body's applied forces (the reactions of its contacts' friction of the
     /// last iteration) and their displacement.
     pub(super) fn prepare_rigid_rows(&mut self, coupling: &Coupling, h: f64) {
-        self.row_rigid.clear();
-        self.rigid_rows.clear();
-        self.contact_rigid.clear();
+        self.coupled.row_rigid.clear();
+        self.coupled.rigid_rows.clear();
+        self.coupled.contact_rigid.clear();
         if !coupling.any() {
             return;
         }
-        for r in &mut self.rigid {
+        for r in &mut self.coupled.bodies {
             r.applied_force = [Vec3::zeros(); 2];
             r.contacts = 0;
         }
@@ -158,7 +191,7 @@ impl Island {
                         NOT_COUPLED => NO_RIGID,
                         entry => {
                             let k = self.rigid_index(entry, coupling, h);
-                            let r = &mut self.rigid[k as usize];
+                            let r = &mut self.coupled.bodies[k as usize];
                             let arm = contact.point - r.state.center;
                             let on_body = -self.friction[i];
                             r.applied_force[0] += on_body;
@@ -170,14 +203,14 @@ impl Island {
                 }
                 _ => NO_RIGID,
             };
-            self.contact_rigid.push(k);
+            self.coupled.contact_rigid.push(k);
         }
-        for r in &mut self.rigid {
+        for r in &mut self.coupled.bodies {
             r.applied = r.displacement_of(r.applied_force[0], r.applied_force[1]);
         }
         for j in 0..self.rows.len() {
             let i = self.row_contact[j] as usize;
-            let k = self.contact_rigid[i];
+            let k = self.coupled.contact_rigid[i];
             let term = match (k, &self.contacts[i]) {
                 (NO_RIGID, _) | (_, IslandContact::Soft(_) | IslandContact::Edge(_)) => RowRigid {
                     body: NO_RIGID,
@@ -185,7 +218,7 @@ impl Island {
                     arm: Vec3::zeros(),
                 },
                 (k, IslandContact::Obstacle { contact, .. }) => {
-                    let center = self.rigid[k as usize].state.center;
+                    let center = self.coupled.bodies[k as usize].state.center;
                     RowRigid {
                         body: k,
                         normal: contact.normal,
@@ -194,38 +227,42 @@ impl Island {
                 }
             };
             if term.body != NO_RIGID {
-                self.rigid_rows.push((term.body, j as u32));
+                self.coupled.rigid_rows.push((term.body, j as u32));
             }
-            self.row_rigid.push(term);
+            self.coupled.row_rigid.push(term);
         }
-        self.rigid_rows.sort_unstable();
+        self.coupled.rigid_rows.sort_unstable();
     }
 
     /// Row `j`'s term of `q` from its body's applied forces: `-(n . dx_a + (r x n) . dtheta_a)`.
     pub(super) fn rigid_q(&self, j: usize) -> f64 {
-        let Some(t) = self.row_rigid.get(j).filter(|t| t.body != NO_RIGID) else {
+        let Some(t) = self.coupled.row_rigid.get(j).filter(|t| t.body != NO_RIGID) else {
             return 0.0;
         };
-        let a = &self.rigid[t.body as usize].applied;
+        let a = &self.coupled.bodies[t.body as usize].applied;
         -(t.normal.dot(&a[0]) + t.arm.dot(&a[1]))
     }
 
     /// The rows on the same body as row `j` from `j` on, if it has one.
     pub(super) fn rigid_rows_from(&self, j: usize) -> &[(u32, u32)] {
-        let Some(t) = self.row_rigid.get(j).filter(|t| t.body != NO_RIGID) else {
+        let Some(t) = self.coupled.row_rigid.get(j).filter(|t| t.body != NO_RIGID) else {
             return &[];
         };
         let from = self
+            .coupled
             .rigid_rows
             .partition_point(|&(b, r)| (b, r as usize) < (t.body, j));
-        let to = self.rigid_rows.partition_point(|&(b, _)| b <= t.body);
-        &self.rigid_rows[from..to]
+        let to = self
+            .coupled
+            .rigid_rows
+            .partition_point(|&(b, _)| b <= t.body);
+        &self.coupled.rigid_rows[from..to]
     }
 
     /// `(force, torque)` (N, N m) of the rows' multipliers on each body, added to `out`
     /// (index by body).
     fn row_forces_on_rigid(&self, out: &mut [[Vec3; 2]]) {
-        for (t, &l) in self.row_rigid.iter().zip(&self.row_lambda) {
+        for (t, &l) in self.coupled.row_rigid.iter().zip(&self.row_lambda) {
             if t.body != NO_RIGID && l > 0.0 {
                 let f = &mut out[t.body as usize];
                 f[0] -= l * t.normal;
@@ -243,12 +280,12 @@ impl Island {
     /// Before an MPRGP solve: the bodies held at their next held pose, which shifts their
     /// rows' right-hand sides by `n . dx + (r x n) . dtheta`.
     pub(super) fn hold_rigid(&mut self) {
-        for r in &mut self.rigid {
+        for r in &mut self.coupled.bodies {
             r.displacement = r.next;
         }
-        for (row, t) in self.rows.iter_mut().zip(&self.row_rigid) {
+        for (row, t) in self.rows.iter_mut().zip(&self.coupled.row_rigid) {
             if t.body != NO_RIGID {
-                let d = &self.rigid[t.body as usize].displacement;
+                let d = &self.coupled.bodies[t.body as usize].displacement;
                 row.rhs += t.normal.dot(&d[0]) + t.arm.dot(&d[1]);
             }
         }
@@ -266,10 +303,10 @@ impl Island {
     /// box resting on rubber under the Newton solver at 1.5 m/s in one step).
     pub(super) fn rigid_held(&mut self, h: f64, diagonal: &[Vec3]) {
         self.rigid_after(h, false);
-        let mut stiffness = std::mem::take(&mut self.rigid_stiffness);
+        let mut stiffness = std::mem::take(&mut self.coupled.stiffness);
         stiffness.clear();
-        stiffness.resize(self.rigid.len(), Matrix6::zeros());
-        for (row, t) in self.rows.iter().zip(&self.row_rigid) {
+        stiffness.resize(self.coupled.bodies.len(), Matrix6::zeros());
+        for (row, t) in self.rows.iter().zip(&self.coupled.row_rigid) {
             if t.body == NO_RIGID {
                 continue;
             }
@@ -293,7 +330,7 @@ impl Island {
             );
             stiffness[t.body as usize] += (j * j.transpose()) / compliance;
         }
-        for (r, k) in self.rigid.iter_mut().zip(&stiffness) {
+        for (r, k) in self.coupled.bodies.iter_mut().zip(&stiffness) {
             // `dd = (I + C K)^-1 (C f - d)`, `C = A_r^-1` (PSD; zero rows where rotation is
             // locked), the explicit update's step `C f - d` held back by the soft side's
             // stiffness.
@@ -319,12 +356,12 @@ impl Island {
                 r.displacement[1] + Vec3::new(dd[3], dd[4], dd[5]),
             ];
         }
-        self.rigid_stiffness = stiffness;
+        self.coupled.stiffness = stiffness;
     }
 
     /// After a QP without rows: nothing pushes the bodies.
     pub(super) fn rigid_untouched(&mut self) {
-        for r in &mut self.rigid {
+        for r in &mut self.coupled.bodies {
             r.displacement = [Vec3::zeros(); 2];
             r.next = [Vec3::zeros(); 2];
             r.explicit = [Vec3::zeros(); 2];
@@ -335,14 +372,14 @@ impl Island {
     }
 
     fn rigid_after(&mut self, h: f64, exact: bool) {
-        if self.rigid.is_empty() {
+        if self.coupled.bodies.is_empty() {
             return;
         }
-        let mut forces = std::mem::take(&mut self.rigid_scratch);
+        let mut forces = std::mem::take(&mut self.coupled.scratch);
         forces.clear();
-        forces.extend(self.rigid.iter().map(|r| r.applied_force));
+        forces.extend(self.coupled.bodies.iter().map(|r| r.applied_force));
         self.row_forces_on_rigid(&mut forces);
-        for (r, f) in self.rigid.iter_mut().zip(&forces) {
+        for (r, f) in self.coupled.bodies.iter_mut().zip(&forces) {
             let d = r.displacement_of(f[0], f[1]);
             r.impulse = [h * f[0], h * f[1]];
             r.exact = exact;
@@ -353,15 +390,15 @@ impl Island {
                 r.next = d;
             }
         }
-        self.rigid_scratch = forces;
+        self.coupled.scratch = forces;
     }
 
     /// How far contact `i`'s obstacle point moves beyond its obstacle's velocity over the
     /// step: its rigid body's displacement at the point (m; zero for others).
     pub(super) fn rigid_shift(&self, i: usize, point: &Vec3) -> Vec3 {
-        match self.contact_rigid.get(i) {
+        match self.coupled.contact_rigid.get(i) {
             Some(&k) if k != NO_RIGID => {
-                let r = &self.rigid[k as usize];
+                let r = &self.coupled.bodies[k as usize];
                 r.displacement[0] + r.displacement[1].cross(&(point - r.state.center))
             }
             _ => Vec3::zeros(),

@@ -34,11 +34,42 @@
 
 use rayon::prelude::*;
 
-use super::{Island, IslandMatrix, Layout};
+use super::Island;
+use super::layout::Layout;
+use super::matrix::IslandMatrix;
 use crate::sim::math::Vec3;
 use crate::sim::qp::mprgp::{PASS_CHUNK, min_chunks, total};
 use crate::sim::qp::{ConstraintRow, SpdOperator};
 use crate::sim::world::body::SoftBody;
+
+/// The starting points of one island's MPRGP solves and the products that choose between them
+/// without the global matrix (see the module docs), with the inertial prediction the QP is solved
+/// about. Filled by [`Island::solve`], read by [`Island::choose_warm_start`] and
+/// [`Island::solve_by_mprgp`].
+#[derive(Debug, Default)]
+pub(crate) struct WarmStart {
+    /// The iterate, projected as a warm start of the QP; after an MPRGP solve, its solution.
+    pub(super) x_alt: Vec<Vec3>,
+    /// The right-hand side of the unconstrained solves, `b` plus the forces they included:
+    /// `A x_free` to their accuracy (see the `warm_start` module).
+    pub(super) rhs_free: Vec<Vec3>,
+    /// `A (x_alt - y)`, exact where `solution_product_kept` says so.
+    pub(super) a_solution: Vec<Vec3>,
+    /// Whether `a_solution` is the product for `x_alt` in this step.
+    pub(super) solution_product_kept: bool,
+    /// Per chunk of unknowns, the warm start's partial sums.
+    pub(super) partials: Vec<[f64; 2]>,
+    /// The unknowns a warm start's projection moved, with their positions before.
+    pub(super) moved: Vec<(u32, Vec3)>,
+    /// Scratch flags per unknown of the projection (all false between uses).
+    pub(super) moved_mark: Vec<bool>,
+    /// Per unknown: the inertial prediction `y`, about which the contact QP is solved.
+    pub(super) anchor: Vec<Vec3>,
+    /// `A y` (N).
+    pub(super) a_anchor: Vec<Vec3>,
+    /// Whether `a_anchor` and the MPRGP's `||A||` estimate are set for this step.
+    pub(super) step_products: bool,
+}
 
 impl Island {
     /// Whether every member advances by the PD matrix, whose products the warm start reuses.
@@ -59,48 +90,53 @@ impl Island {
             layout,
             unknowns: self.unknowns,
         };
-        if !self.solution_product_kept {
+        if !self.warm.solution_product_kept {
             // No product kept for the iterate (the step's first QP, or the bodies came back
             // with another one): formed now.
             self.gradient.clear();
-            self.gradient
-                .extend(self.x_alt.iter().zip(&self.anchor).map(|(x, y)| x - y));
-            self.a_solution.resize(self.unknowns, Vec3::zeros());
-            matrix.apply(&self.gradient, &mut self.a_solution);
-            self.solution_product_kept = true;
+            self.gradient.extend(
+                self.warm
+                    .x_alt
+                    .iter()
+                    .zip(&self.warm.anchor)
+                    .map(|(x, y)| x - y),
+            );
+            self.warm.a_solution.resize(self.unknowns, Vec3::zeros());
+            matrix.apply(&self.gradient, &mut self.warm.a_solution);
+            self.warm.solution_product_kept = true;
         }
         // `1/2 d'A delta` of the unconstrained solution's projection, from the moved rows.
         project_tracking(
             &self.rows,
             &mut self.x,
-            &mut self.moved,
-            &mut self.moved_mark,
+            &mut self.warm.moved,
+            &mut self.warm.moved_mark,
         );
         let moved_energy = 0.5
             * moves_dot(
                 &matrix,
                 &self.unknown_member,
-                &self.moved,
+                &self.warm.moved,
                 &self.x,
-                &self.anchor,
+                &self.warm.anchor,
             );
         // The iterate's product follows its projection exactly.
         project_tracking(
             &self.rows,
-            &mut self.x_alt,
-            &mut self.moved,
-            &mut self.moved_mark,
+            &mut self.warm.x_alt,
+            &mut self.warm.moved,
+            &mut self.warm.moved_mark,
         );
         add_moves_product(
             &matrix,
             &self.unknown_member,
-            &self.moved,
-            &self.x_alt,
-            &mut self.a_solution,
+            &self.warm.moved,
+            &self.warm.x_alt,
+            &mut self.warm.a_solution,
         );
         let [free_dense, f_old] = self.warm_start_objectives();
         if f_old < free_dense + moved_energy {
-            self.x.copy_from_slice(&self.x_alt);
+            self.x.copy_from_slice(&self.warm.x_alt);
             true
         } else {
             false
@@ -113,11 +149,16 @@ impl Island {
     /// MPRGP's passes (in parallel on large islands), the chunks' sums added in order.
     fn warm_start_objectives(&mut self) -> [f64; 2] {
         let n = self.unknowns;
-        self.partials.resize(n.div_ceil(PASS_CHUNK), [0.0; 2]);
-        let (x, alt, anchor) = (&self.x, &self.x_alt, &self.anchor);
-        let (rhs, a_anchor, b, a_alt) =
-            (&self.rhs_free, &self.a_anchor, &self.b_qp, &self.a_solution);
-        self.partials
+        self.warm.partials.resize(n.div_ceil(PASS_CHUNK), [0.0; 2]);
+        let (x, alt, anchor) = (&self.x, &self.warm.x_alt, &self.warm.anchor);
+        let (rhs, a_anchor, b, a_alt) = (
+            &self.warm.rhs_free,
+            &self.warm.a_anchor,
+            &self.b_qp,
+            &self.warm.a_solution,
+        );
+        self.warm
+            .partials
             .par_iter_mut()
             .enumerate()
             .with_min_len(min_chunks(n))
@@ -132,7 +173,7 @@ impl Island {
                 }
                 *out = [free, iterate];
             });
-        total(&self.partials)
+        total(&self.warm.partials)
     }
 
     /// After an MPRGP solve: `A (x - y) = (A x - b_qp) + b_qp - A y` of its solution, from the
@@ -140,11 +181,12 @@ impl Island {
     /// iteration checks the iterate the bodies hand back.
     pub(super) fn keep_solution_product(&mut self, gradient: &[Vec3]) {
         let n = self.unknowns;
-        self.a_solution.resize(n, Vec3::zeros());
-        let (x, b, a_anchor) = (&self.x, &self.b_qp, &self.a_anchor);
-        self.a_solution
+        self.warm.a_solution.resize(n, Vec3::zeros());
+        let (x, b, a_anchor) = (&self.x, &self.b_qp, &self.warm.a_anchor);
+        self.warm
+            .a_solution
             .par_chunks_mut(PASS_CHUNK)
-            .zip(self.x_alt.par_chunks_mut(PASS_CHUNK))
+            .zip(self.warm.x_alt.par_chunks_mut(PASS_CHUNK))
             .enumerate()
             .with_min_len(min_chunks(n))
             .for_each(|(k, (product, alt))| {
@@ -155,7 +197,7 @@ impl Island {
                     *a = x[u];
                 }
             });
-        self.solution_product_kept = true;
+        self.warm.solution_product_kept = true;
     }
 }
 
@@ -168,13 +210,14 @@ impl Island {
         bodies: &[SoftBody],
         layout: Layout<'_>,
     ) -> Option<f64> {
-        if !self.solution_product_kept {
+        if !self.warm.solution_product_kept {
             return None;
         }
         let d: Vec<Vec3> = self
+            .warm
             .x_alt
             .iter()
-            .zip(&self.anchor)
+            .zip(&self.warm.anchor)
             .map(|(x, y)| x - y)
             .collect();
         let mut product = vec![Vec3::zeros(); self.unknowns];
@@ -188,7 +231,7 @@ impl Island {
         let scale = product.iter().map(|p| p.amax()).fold(0.0, f64::max);
         let error = product
             .iter()
-            .zip(&self.a_solution)
+            .zip(&self.warm.a_solution)
             .map(|(p, k)| (p - k).amax())
             .fold(0.0, f64::max);
         Some(error / scale)

@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use super::super::WorldSettings;
 use super::super::audit::kinetic;
 use super::super::body::SoftBody;
 use super::super::report::FreezeReason;
+use super::super::settings::WorldSettings;
 use super::super::settling::{RigidMotion, settle};
 use crate::sim::contact::{Obstacle, detect_contacts};
 use crate::sim::math::{Vec3, all_finite};

@@ -18,9 +18,9 @@ use std::time::Instant;
 use super::residual;
 use crate::sim::math::Vec3;
 use crate::sim::qp::SpdOperator;
-use crate::sim::world::WorldSettings;
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::report::FreezeReason;
+use crate::sim::world::settings::WorldSettings;
 use crate::sim::world::solver::NewtonState;
 
 /// The Newton iteration's first per-body part, at the iterate `x` (the body's positions): the

@@ -33,25 +33,12 @@
 
 use rayon::prelude::*;
 
-use super::StepState;
+use super::state::StepState;
 use crate::sim::math::Vec3;
 use crate::sim::pd::PdSystem;
-use crate::sim::world::WorldSettings;
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::island::NO_ISLAND;
-
-/// Scratch of the measure, per body.
-#[derive(Debug, Default)]
-pub(crate) struct ResidualScratch {
-    /// The free vertices' positions (m).
-    x: Vec<Vec3>,
-    /// The right-hand side at them (N).
-    b: Vec<Vec3>,
-    /// The gradient of the objective at them (N).
-    gradient: Vec<Vec3>,
-    /// `||grad Phi||` at the step's first iterate (N).
-    start: f64,
-}
+use crate::sim::world::settings::WorldSettings;
 
 /// The squared residual scale `max(||grad Phi(x_0)||, ||M g||)^2` of a step (N^2), from the
 /// first iterate `x_0` (all vertices) and the right-hand side `b` there (free vertices);

@@ -1,35 +1,24 @@
-//! Phase 5 of a step: restitution through the prefactored matrices, then the velocity-level
-//! contact LCP of every touching contact (see the parent module's docs).
+//! Phase 5 of a substep, after the position solve, on velocities only: restitution
+//! ([`restitute`]: each island's rebound force from its restitution stage,
+//! `island/restitution.rs`, through each body's prefactored matrix), then the velocity-level
+//! contact LCP of every touching contact ([`respond`]), and the energy audit around both
+//! ([`audit_velocity_phase`]). See the parent module's docs.
 
-use super::super::WorldSettings;
 use super::super::body::SoftBody;
 use super::super::island::{EDGE_SKIN_SHARE, IslandContact, Layout, NO_ISLAND};
-use super::StepState;
+use super::super::settings::WorldSettings;
+use super::state::StepState;
 use crate::sim::contact::{LcpContact, LcpStats, Obstacle};
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
+use crate::sim::world::audit::{gravitational, kinetic};
 use crate::sim::world::coupling::NOT_COUPLED;
+use crate::sim::world::report::ContactPoint;
 use rayon::prelude::*;
 
 /// A contact touches at the end of the step (and enters the velocity LCP) if its gap is below
 /// this (m) or its QP force is positive.
 const TOUCHING_GAP: f64 = 1e-5;
-
-/// A contact of the last step, for debug drawing and inspection.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ContactPoint {
-    /// Where the contact acts (m): the proxy or surface vertex at the end of the step.
-    pub position: Vec3,
-    /// Unit contact normal (out of the obstacle or the touched triangle).
-    pub normal: Vec3,
-    /// Contact region of the velocity LCP (regions share no vertex).
-    pub region: u32,
-    /// Total impulse on the proxy side during the step (N s): the position-level normal and
-    /// friction impulses plus the LCP's correction.
-    pub impulse: Vec3,
-    /// Whether the contact is between soft surfaces (otherwise against an obstacle).
-    pub soft: bool,
-}
 
 /// Restitution (part of phase 5): each island's rebound force
 /// ([`Island::restitution_force`]) through each body's prefactored matrix, scaled so that the
@@ -204,7 +193,7 @@ pub(super) fn respond(
             // Without a bounce, the step's total normal impulse, not the LCP's alone, is what
             // must stay non-negative: the LCP may take back the QP's push where it left the
             // contact separating (out of a penetration it started in).
-            if island.restitution[i] == 0.0 {
+            if island.restitution.coefficient[i] == 0.0 {
                 c.retractable = c.normal_offset;
             }
             let applied = c.frame * (friction * h);
@@ -250,4 +239,55 @@ pub(super) fn respond(
         bodies[body].v[v] += dv;
     }
     stats
+}
+
+/// Where [`audit_velocity_phase`] is called in the step.
+#[derive(Clone, Copy)]
+pub(super) enum AuditMark {
+    /// After the PD iterations, `v = (x - x_start) / h` set.
+    Solved,
+    /// After restitution.
+    Restituted,
+    /// After the velocity LCP.
+    Responded,
+}
+
+/// The energy audit at the end of the solve and around the velocity phases of restitution and
+/// the contact LCP (which change kinetic energy only).
+pub(super) fn audit_velocity_phase(
+    bodies: &mut [SoftBody],
+    settings: &WorldSettings,
+    mark: AuditMark,
+) {
+    bodies.par_iter_mut().for_each(|b| {
+        let elastic = match mark {
+            AuditMark::Solved => b.elastic_energy(&b.x),
+            _ => 0.0,
+        };
+        let SoftBody {
+            pd,
+            x,
+            v,
+            frozen,
+            last_step,
+            ..
+        } = b;
+        let (Some(pd), None, Some(audit)) = (pd.as_ref(), frozen.as_ref(), &mut last_step.0.energy)
+        else {
+            return;
+        };
+        let ke = kinetic(pd.masses(), v);
+        match mark {
+            AuditMark::Solved => {
+                let end = ke + gravitational(pd.masses(), x, &settings.gravity) + elastic;
+                audit.solve = end - audit.start;
+                audit.restitution = -ke;
+            }
+            AuditMark::Restituted => {
+                audit.restitution += ke;
+                audit.lcp = -ke;
+            }
+            AuditMark::Responded => audit.lcp += ke,
+        }
+    });
 }

@@ -5,7 +5,7 @@
 //! One PD iteration is a fixed-point map on the right-hand side `u` the global step solves
 //! with: `G(u) = b(x(u))`, the local step's right-hand side at the constrained solution `x(u)`.
 //! Its residual `f(u) = G(u) - u` is, up to what an inexact QP leaves, the implicit step's
-//! optimality residual that the iterations stop on (`super::residual`). Anderson acceleration
+//! optimality residual that the iterations stop on (`step::residual`). Anderson acceleration
 //! keeps the last `m` differences `dG_i = G(u_(i+1)) - G(u_i)` and `dF_i = f_(i+1) - f_i` and
 //! takes
 //!

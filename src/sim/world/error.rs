@@ -1,0 +1,80 @@
+//! [`WorldError`]: why a world operation was refused, and the input checks that return it
+//! (`check_finite`, `check_vertex`), used by the facade's edits (`mod.rs`, `desc`, `interact`).
+//! A leaf.
+
+use thiserror::Error;
+
+use super::handles::{BodyHandle, ObstacleHandle};
+use crate::sim::contact::ObstacleError;
+use crate::sim::material::MaterialError;
+use crate::sim::math::Vec3;
+use crate::sim::mesh::MeshError;
+
+/// Why a world operation was refused.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum WorldError {
+    /// The material is not physical.
+    #[error("invalid material: {0}")]
+    Material(#[from] MaterialError),
+    /// A body's mesh is invalid after its description's scale.
+    #[error("invalid mesh: {0}")]
+    Mesh(#[from] MeshError),
+    /// The obstacle's pose or velocity is invalid.
+    #[error("invalid obstacle: {0}")]
+    Obstacle(#[from] ObstacleError),
+    /// No body has this handle (it was removed).
+    #[error("no body {0:?}")]
+    UnknownBody(BodyHandle),
+    /// No obstacle has this handle.
+    #[error("no obstacle {0:?}")]
+    UnknownObstacle(ObstacleHandle),
+    /// A vertex index is out of range.
+    #[error("vertex {vertex} out of range: the body has {count} vertices")]
+    VertexOutOfRange {
+        /// The index given.
+        vertex: usize,
+        /// Vertices of the body.
+        count: usize,
+    },
+    /// The vertices of an embedded point (those with a non-zero weight) are not corners of one
+    /// tet.
+    #[error("the point's vertices are not corners of one tet")]
+    PointNotInOneTet,
+    /// A [`super::WorldSettings`] field is out of its range (see [`super::WorldSettings::validate`]).
+    #[error("invalid world setting {what}: {value}")]
+    InvalidSetting {
+        /// The field.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A position, stiffness or time step is not finite (or not positive where required).
+    #[error("{what} must be finite{positive}", positive = if *.positive { " and > 0" } else { "" })]
+    InvalidValue {
+        /// Which input.
+        what: &'static str,
+        /// Whether it had to be positive.
+        positive: bool,
+    },
+}
+
+/// `Ok` where every coordinate of `v` is finite, else [`WorldError::InvalidValue`] for `what`.
+pub(crate) fn check_finite(what: &'static str, v: &Vec3) -> Result<(), WorldError> {
+    if v.iter().all(|c| c.is_finite()) {
+        Ok(())
+    } else {
+        Err(WorldError::InvalidValue {
+            what,
+            positive: false,
+        })
+    }
+}
+
+/// `Ok` where `vertex` is below `count`, else [`WorldError::VertexOutOfRange`].
+pub(crate) fn check_vertex(vertex: usize, count: usize) -> Result<(), WorldError> {
+    if vertex < count {
+        Ok(())
+    } else {
+        Err(WorldError::VertexOutOfRange { vertex, count })
+    }
+}

@@ -1,0 +1,171 @@
+//! [`IslandContact`]: a contact an island's QP constrains (against an obstacle, vertex-triangle,
+//! edge-edge), its vertex terms, identity across steps and coefficients. A leaf of the island:
+//! every stage reads contacts, none is imported here.
+
+use crate::sim::contact::{Contact, EdgeContact, Obstacle, SoftContact};
+use crate::sim::math::Vec3;
+use crate::sim::world::body::SoftBody;
+
+/// A contact an island's QP constrains.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum IslandContact {
+    /// A proxy of body `body` (world index) against an obstacle.
+    Obstacle {
+        /// The body.
+        body: u32,
+        /// The contact (proxy index, obstacle index, plane).
+        contact: Contact,
+    },
+    /// A surface vertex against a triangle (world body indices inside).
+    Soft(SoftContact),
+    /// A boundary edge against a boundary edge (world body indices inside).
+    Edge(EdgeContact),
+}
+
+/// The gap (m) an edge-edge row keeps, as a share of the vertex-triangle skin: smaller, so
+/// that where faces rest on faces (every edge pair within the skin) the vertex rows come first
+/// in the decoupler's deepest-first order and the edge rows only bind where edges cross.
+pub(crate) const EDGE_SKIN_SHARE: f64 = 0.5;
+
+/// Identity of a contact across steps: `[0, body, collider, obstacle]` for an obstacle contact,
+/// `[1, vertex body, vertex, triangle body]` for a vertex-triangle contact (which keeps one
+/// contact per vertex and pair of bodies, whatever triangle it slides to).
+pub(crate) type ContactKey = [u32; 4];
+
+/// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
+/// constrains (positive on the side the normal points to).
+pub(crate) type Terms = ([(u32, u32, f64); 7], usize);
+
+impl IslandContact {
+    /// The contact's vertex terms (weights below 1e-12 left out).
+    pub fn terms(&self, bodies: &[SoftBody]) -> Terms {
+        let mut out = ([(0, 0, 0.0); 7], 0);
+        let mut push = |b: u32, v: u32, w: f64| {
+            if w.abs() >= 1e-12 {
+                out.0[out.1] = (b, v, w);
+                out.1 += 1;
+            }
+        };
+        match self {
+            IslandContact::Obstacle { body, contact } => {
+                let proxy = &bodies[*body as usize].colliders[contact.proxy as usize];
+                for k in 0..4 {
+                    push(*body, proxy.vertices[k], proxy.weights[k]);
+                }
+            }
+            IslandContact::Soft(c) => {
+                push(c.vertex_body, c.vertex, 1.0);
+                for k in 0..3 {
+                    push(c.triangle_body, c.triangle_vertices[k], -c.weights[k]);
+                }
+            }
+            IslandContact::Edge(c) => {
+                for (b, v, w) in c.terms() {
+                    push(b, v, w);
+                }
+            }
+        }
+        out
+    }
+
+    /// The vertices of body `body` the contact touches (with `colliders` that body's
+    /// collision points; a proxy's vertices of weight below 1e-12 left out), in no order.
+    pub fn vertices_of<'a>(
+        &'a self,
+        body: u32,
+        colliders: &'a [crate::sim::embed::EmbeddedPoint],
+    ) -> impl Iterator<Item = u32> + 'a {
+        // Up to four vertices: a proxy's, or the two sides' of a soft or edge contact, of which
+        // one, both (a self-contact) or neither may be on `body`.
+        let sides = |a: bool, first: &[u32], b: bool, second: &[u32]| {
+            let mut out = ([0u32; 4], 0);
+            for side in [a.then_some(first), b.then_some(second)]
+                .into_iter()
+                .flatten()
+            {
+                out.0[out.1..out.1 + side.len()].copy_from_slice(side);
+                out.1 += side.len();
+            }
+            out
+        };
+        let (list, count) = match self {
+            IslandContact::Obstacle { body: b, contact } if *b == body => {
+                let proxy = &colliders[contact.proxy as usize];
+                let mut out = ([0u32; 4], 0);
+                for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
+                    if w.abs() >= 1e-12 {
+                        out.0[out.1] = v;
+                        out.1 += 1;
+                    }
+                }
+                out
+            }
+            IslandContact::Obstacle { .. } => ([0; 4], 0),
+            IslandContact::Soft(c) => sides(
+                c.vertex_body == body,
+                &[c.vertex],
+                c.triangle_body == body,
+                &c.triangle_vertices,
+            ),
+            IslandContact::Edge(c) => {
+                sides(c.body_a == body, &c.edge_a, c.body_b == body, &c.edge_b)
+            }
+        };
+        list.into_iter().take(count)
+    }
+
+    /// The contact's identity across steps, or `None` for an edge-edge contact (frictionless,
+    /// so it has no friction to carry).
+    pub fn key(&self) -> Option<ContactKey> {
+        match self {
+            IslandContact::Obstacle { body, contact } => {
+                Some([0, *body, contact.proxy, contact.obstacle])
+            }
+            IslandContact::Soft(c) => Some([1, c.vertex_body, c.vertex, c.triangle_body]),
+            IslandContact::Edge(_) => None,
+        }
+    }
+
+    /// The two bodies of a soft contact (the positive side's first), or `None` for an obstacle
+    /// contact.
+    pub fn soft_bodies(&self) -> Option<(u32, u32)> {
+        match self {
+            IslandContact::Obstacle { .. } => None,
+            IslandContact::Soft(c) => Some((c.vertex_body, c.triangle_body)),
+            IslandContact::Edge(c) => Some((c.body_a, c.body_b)),
+        }
+    }
+
+    /// The contact normal (unit).
+    pub fn normal(&self) -> Vec3 {
+        match self {
+            IslandContact::Obstacle { contact, .. } => contact.normal,
+            IslandContact::Soft(c) => c.normal,
+            IslandContact::Edge(c) => c.normal,
+        }
+    }
+
+    /// Friction and restitution of the contact (combined).
+    pub(super) fn coefficients(&self, bodies: &[SoftBody], obstacles: &[Obstacle]) -> (f64, f64) {
+        match self {
+            IslandContact::Obstacle { body, contact } => bodies[*body as usize]
+                .material
+                .surface()
+                .combine(obstacles[contact.obstacle as usize].surface()),
+            IslandContact::Soft(c) => bodies[c.vertex_body as usize]
+                .material
+                .surface()
+                .combine(&bodies[c.triangle_body as usize].material.surface()),
+            // Edge rows are frictionless: they meet where two creases cross, between vertices
+            // whose own contacts carry the friction (with friction on edge rows too, a stack of
+            // cubes drifted sideways by centimetres).
+            IslandContact::Edge(c) => {
+                let (_, e) = bodies[c.body_a as usize]
+                    .material
+                    .surface()
+                    .combine(&bodies[c.body_b as usize].material.surface());
+                (0.0, e)
+            }
+        }
+    }
+}

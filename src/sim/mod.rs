@@ -6,8 +6,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | [`mesh`] | [`TetMesh`]: rest geometry, validation, boundary surface, lattice builders |
-//! | [`mesh_io`] | TetGen `.node`/`.ele` and Gmsh `.msh` readers |
-//! | [`obj`] | Wavefront `.obj` triangle surface reader |
+//! | [`mesh_io`] | TetGen `.node`/`.ele`, Gmsh `.msh` and Wavefront `.obj` readers |
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
 //! | [`material`] | [`SoftMaterial`] and its Lame parameters |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
@@ -36,7 +35,10 @@ pub mod material;
 pub mod math;
 pub mod mesh;
 pub mod mesh_io;
-pub mod obj;
+/// The Wavefront `.obj` reader, at its old path; it lives in [`mesh_io`] with the other readers.
+pub mod obj {
+    pub use super::mesh_io::{RawSurface, read_obj};
+}
 pub mod ordering;
 pub mod pd;
 pub mod pick;

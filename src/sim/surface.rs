@@ -31,8 +31,7 @@ use thiserror::Error;
 use super::lattice::implicit_lattice;
 use super::math::Vec3;
 use super::mesh::{MeshError, TetMesh};
-use super::mesh_io::MeshIoError;
-use super::obj::read_obj;
+use super::mesh_io::{MeshIoError, read_obj};
 
 /// Why a triangle surface was rejected. Indices refer to the input as given.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -160,7 +159,7 @@ impl TriangleSurface {
         })
     }
 
-    /// Reads a Wavefront `.obj` file's text (see [`crate::sim::obj`]) and validates the surface.
+    /// Reads a Wavefront `.obj` file's text (see [`crate::sim::mesh_io`]) and validates the surface.
     ///
     /// # Errors
     /// [`SurfaceError::Io`] with the line of a malformed file, or a validation error.

@@ -15,10 +15,8 @@
 //! | [`local_step`] | the vectorised PD local step over tets in blocks of eight |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
-//! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
+//! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky (its nested-dissection ordering and two-thread triangular solves inside) |
 //! | [`fem`] | finite-element energies, gradients and SPD-projected Hessians (the Newton solver) |
-//! | [`ordering`] | nested-dissection fill-reducing ordering of the sparse Cholesky |
-//! | [`subtree_solve`] | the f32 triangular solves on two threads, split along the elimination tree |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
 //! | [`skin`] | soft flesh on skinned meshes: region cages, skinning targets, skinned write-back |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
@@ -39,7 +37,6 @@ pub mod mesh_io;
 pub mod obj {
     pub use super::mesh_io::{RawSurface, read_obj};
 }
-pub mod ordering;
 pub mod pd;
 pub mod pick;
 pub mod polar;
@@ -47,10 +44,11 @@ pub mod polar_lanes;
 pub mod qp;
 pub mod skin;
 pub mod sparse;
-pub mod subtree_solve;
 pub mod surface;
+mod surface_error;
 #[cfg(test)]
 mod test_rng;
+mod volume_stretches;
 pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};

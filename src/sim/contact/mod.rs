@@ -33,6 +33,7 @@ pub mod edge_edge;
 pub mod lcp;
 pub mod narrowphase;
 pub mod obstacle;
+mod obstacle_error;
 pub mod overlap;
 pub mod point_triangle;
 pub mod regions;

@@ -9,7 +9,8 @@
 //! vertices contacts touch, found at run time, and their columns come from the existing
 //! factor, one scalar solve each). The matrix is constant while the body's material, pins and
 //! time step are, so a column stays valid across steps until the factor changes
-//! ([`InverseColumns::reset`]). Memory is bounded ([`InverseColumns::new`]); when full, the
+//! ([`InverseColumns::reset`]). Memory is bounded (`memory_bytes` of
+//! [`InverseColumns::reset`]); when full, the
 //! least recently used column not used in the current step is replaced.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,7 +53,8 @@ pub struct InverseColumns {
 
 impl InverseColumns {
     /// An empty cache for a body with `n` free vertices, holding at most as many columns as
-    /// fit in `memory_bytes` (and at most `n`).
+    /// fit in `memory_bytes` (and at most `n`). Tests only: the world resets a default cache.
+    #[cfg(test)]
     pub fn new(n: usize, memory_bytes: usize) -> Self {
         let mut columns = Self::default();
         columns.reset(n, memory_bytes);
@@ -87,16 +89,19 @@ impl InverseColumns {
     }
 
     /// Most columns the cache holds.
+    #[cfg(test)]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Columns held.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.vertex_of.len()
     }
 
     /// Whether no column is held.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.vertex_of.is_empty()
     }

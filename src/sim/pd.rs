@@ -65,14 +65,15 @@
 use rayon::prelude::*;
 
 use super::embed::EmbeddedPoint;
-use super::local_step::{StartStretches, TetBlocks, WarmFrames, local_step, start_stretches};
+pub use super::local_step::{StartStretches, WarmFrames};
+use super::local_step::{TetBlocks, local_step, start_stretches};
 use super::material::{SoftMaterial, StrainLimits};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 use super::polar::{Svd3, svd3};
 use super::qp::coarse::CoarseSpace;
 use super::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
-pub use super::volume_stretches::{volume_preserving_stretches, volume_stretches_newton};
+use super::volume_stretches::volume_preserving_stretches;
 
 /// Marks a pinned vertex in the vertex-to-unknown map.
 pub(crate) const PINNED: u32 = u32::MAX;

@@ -421,11 +421,13 @@ impl Obstacle {
         Self::new(ObstacleShape::Ball { radius })
     }
 
-    /// A capsule along local Y (m).
+    /// A capsule along local Y: `radius` (m) around a segment from `-half_height` to
+    /// `+half_height` (m). The radius comes first, as in [`crate::sim::TetMesh::capsule`] and
+    /// Bevy's `Capsule3d::new(radius, length)`.
     ///
     /// # Errors
     /// [`ObstacleError::InvalidValue`] for a non-positive or non-finite size.
-    pub fn capsule(half_height: f64, radius: f64) -> Result<Self, ObstacleError> {
+    pub fn capsule(radius: f64, half_height: f64) -> Result<Self, ObstacleError> {
         Self::new(ObstacleShape::Capsule {
             half_height,
             radius,
@@ -935,7 +937,7 @@ mod tests {
 
     #[test]
     fn capsule_hull_trimesh_and_heightfield_detect_penetration() {
-        let cap = Obstacle::capsule(1.0, 0.5).unwrap();
+        let cap = Obstacle::capsule(0.5, 1.0).unwrap();
         let c = cap.query(Vec3::new(0.3, 0.5, 0.0), 0.0).unwrap();
         assert!((c.depth - 0.2).abs() < 1e-5);
         let cube: Vec<Vec3> = (0..8)

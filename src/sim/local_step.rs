@@ -114,7 +114,7 @@ impl TetBlocks {
 }
 
 /// Per tet: the right singular vectors `V` of its last local step, which warm-start the next
-/// (identity at first), in blocks matching [`TetBlocks`].
+/// (identity at first), in blocks of eight tets (the local step's `TetBlocks`).
 #[derive(Debug, Clone, Default)]
 pub struct WarmFrames {
     blocks: Vec<Mat3Lanes>,
@@ -139,7 +139,7 @@ impl WarmFrames {
 }
 
 /// Per tet: the symmetric stretch `S_n = R_n' F_n` of the polar decomposition `F_n = R_n S_n`
-/// of its deformation gradient at the start of the step, in blocks matching [`TetBlocks`]
+/// of its deformation gradient at the start of the step, in blocks of eight tets (the local step's `TetBlocks`)
 /// (`xx, yy, zz, xy, xz, yz` per lane). The strain-rate damping pulls each tet toward
 /// `R S_n`, its start-of-step shape turned by its current rotation `R` ([`crate::sim::pd`]).
 #[derive(Debug, Clone, Default)]

@@ -323,7 +323,7 @@ impl SparseCholesky {
     /// From [`SPLIT_SOLVE_ROWS`] rows on, the solve runs on two threads (rayon): a single
     /// body's solve otherwise leaves the second core idle. A supernodal factor whose
     /// elimination tree splits into two balanced groups of subtrees is solved by
-    /// [`SubtreeSplit`], each thread reading its half of the factor; otherwise x and y are
+    /// `SubtreeSplit` (the `subtree_solve` module), each thread reading its half of the factor; otherwise x and y are
     /// solved on one thread and z on another, each reading the whole factor. Which path runs
     /// depends on the factor alone, so the result does not depend on the thread count.
     /// Measured for the coordinate split (40K-vertex cube, 10 solves, three runs): 14.8-16.5
@@ -410,7 +410,7 @@ impl SparseCholesky {
     }
 
     /// Each thread's share of the factor in the correction solve's split along the elimination
-    /// tree ([`SubtreeSplit::shares`]), or `None` where the solve does not split the tree.
+    /// tree (`SubtreeSplit::shares`), or `None` where the solve does not split the tree.
     pub fn subtree_shares(&self) -> Option<[f64; 2]> {
         self.subtree_split.as_ref().map(SubtreeSplit::shares)
     }

@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use bevy_deformable::sim::contact::{BodyBvh, candidate_pairs};
-use bevy_deformable::sim::local_step::{StartStretches, WarmFrames};
-use bevy_deformable::sim::pd::{PdSetup, PdSystem, volume_preserving_stretches};
+use bevy_deformable::sim::kernels::volume_preserving_stretches;
+use bevy_deformable::sim::pd::{PdSetup, PdSystem, StartStretches, WarmFrames};
 use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
 use bevy_deformable::sim::skin::{Affine, SkinDrive, SkinWeights, SkinnedWriteback, region_cage};

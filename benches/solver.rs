@@ -7,8 +7,7 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::contact::{RowDecoupler, RowSource, RowSpec, RowTerm, detect_contacts};
-use bevy_deformable::sim::local_step::{StartStretches, WarmFrames};
-use bevy_deformable::sim::pd::{PdSetup, PdSystem};
+use bevy_deformable::sim::pd::{PdSetup, PdSystem, StartStretches, WarmFrames};
 use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::MprgpSettings;
 use bevy_deformable::sim::{

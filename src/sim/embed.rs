@@ -2,9 +2,9 @@
 //!
 //! A detailed surface (a render mesh, a set of collision proxies) follows a coarse simulation
 //! mesh if each of its points stores the tet it lies in and its barycentric weights there, computed
-//! once at rest (the embedded-contact thesis, section 5.7; proxies in the
-//! localized-collisions PD paper, section 4). The deformed point is then `sum_k w_k x_k`: linear in
-//! the tet's vertices, so a constraint on it is a row of eq. (8) of the MPRGP paper.
+//! once at rest (the embedded-contact thesis, section 5.7; the collision proxies of Wang et al.
+//! 2020, section 4). The deformed point is then `sum_k w_k x_k`: linear in the tet's vertices,
+//! so a constraint on it is a row of eq. (8) of Li et al. 2015.
 
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;

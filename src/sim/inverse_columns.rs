@@ -1,15 +1,25 @@
 //! Columns of the inverse of a body's PD matrix, cached per free vertex: the response of the
 //! whole body to a unit force on one vertex, `A^-1 e_v` (m/N; the same for x, y and z, since
-//! `A` acts alike on the three coordinates).
+//! `A` acts alike on the three coordinates). Used by the world's contact stage, in the island
+//! solve, when a contact QP is solved in the contact subspace.
 //!
 //! With the columns of the vertices a contact QP touches, the QP can be solved in the contact
-//! subspace, through the Schur complement `S = J A^-1 J'` of the prefactored system
-//! (Wang et al. 2020, section 4, where the collision-prone
-//! vertices are fixed in advance and eliminated by a partial factorization; here they are the
-//! vertices contacts touch, found at run time, and their columns come from the existing
-//! factor, one scalar solve each). The matrix is constant while the body's material, pins and
-//! time step are, so a column stays valid across steps until the factor changes
-//! ([`InverseColumns::reset`]). Memory is bounded ([`InverseColumns::new`]); when full, the
+//! subspace, through the contact-space (Delassus) matrix `J A^-1 J'` of the prefactored system.
+//!
+//! What comes from the paper: Wang et al. 2020 (section 4) reduce the PD global step to a set
+//! of collision-prone nodes `C` chosen in advance, by a partial Cholesky factorization that
+//! leaves the Schur complement `S = A_CC - A_CS A_SS^-1 A_SC` of the collision-safe nodes, to
+//! which their penalty collision terms are added as sparse updates before a dense refactorization.
+//! Since `(A^-1)_CC = S^-1`, the block of `A^-1` on the nodes contacts touch is the inverse of
+//! that Schur complement.
+//!
+//! Deviation (ours): the contacts are constraints of a QP, not penalty terms, so what is formed
+//! is `J A^-1 J'` (the Schur complement of the QP's KKT system with respect to its multipliers),
+//! not the paper's `S`; the vertices are those contacts touch, found at run time, not a region
+//! fixed in advance; and their columns come from the existing full factor, one scalar solve
+//! each, instead of a partial factorization. The matrix is constant while the body's material,
+//! pins and time step are, so a column stays valid across steps until the factor changes
+//! ([`InverseColumns::reset`]). Memory is bounded (`memory_bytes` of [`InverseColumns::reset`]); when full, the
 //! least recently used column not used in the current step is replaced.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,7 +62,8 @@ pub struct InverseColumns {
 
 impl InverseColumns {
     /// An empty cache for a body with `n` free vertices, holding at most as many columns as
-    /// fit in `memory_bytes` (and at most `n`).
+    /// fit in `memory_bytes` (and at most `n`). Tests only: the world resets a default cache.
+    #[cfg(test)]
     pub fn new(n: usize, memory_bytes: usize) -> Self {
         let mut columns = Self::default();
         columns.reset(n, memory_bytes);
@@ -76,7 +87,7 @@ impl InverseColumns {
     /// Identifies the factor the columns are of: unique among all caches of the process, and
     /// changed by every [`InverseColumns::reset`]. A column cached under one generation has the
     /// same values whenever it is (re)computed under it, so values derived from the columns
-    /// (the contact subspace's Schur complement) stay valid while the generation does.
+    /// (the contact-space matrix `J A^-1 J'`) stay valid while the generation does.
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -87,16 +98,19 @@ impl InverseColumns {
     }
 
     /// Most columns the cache holds.
+    #[cfg(test)]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Columns held.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.vertex_of.len()
     }
 
     /// Whether no column is held.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.vertex_of.is_empty()
     }

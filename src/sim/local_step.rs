@@ -15,7 +15,7 @@
 //! 3. the volume term's stretches `s(sigma)`, the closest point of `sigma` with
 //!    `s1 s2 s3 = 1`, by Newton on the multiplier alone ([`volume_stretches_lanes`]); the
 //!    lanes it does not settle take the general Newton
-//!    ([`crate::sim::pd::volume_stretches_newton`]);
+//!    ([`volume_stretches_newton`], in [`crate::sim::volume_stretches`]);
 //! 4. `P g_k` for the four vertices, scattered back per tet; with the strain-rate damping on,
 //!    `P` also holds its target `w_d U V' S_n`, `S_n` the tet's stretch at the step's start
 //!    ([`StartStretches`], computed once per step by [`start_stretches`] with the same
@@ -38,21 +38,14 @@
 
 use rayon::prelude::*;
 
-use super::lanes::{LANES, LaneMask, Lanes};
+use super::lanes::{LANES, Lanes};
 use super::material::StrainLimits;
 use super::math::{Mat3, Vec3};
-use super::pd::volume_stretches_newton;
 use super::polar_lanes::{Mat3Lanes, identity_lanes, svd3_lanes};
+use super::volume_stretches::{volume_stretches_lanes, volume_stretches_newton};
 
 /// Blocks per parallel task (256 tets).
 const BLOCKS_PER_TASK: usize = 256 / LANES;
-
-/// Smallest stretch the multiplier Newton takes on; below it (strongly compressed or inverted
-/// tets) the general Newton does.
-const MULTIPLIER_NEWTON_MIN_STRETCH: f64 = 0.25;
-
-/// Iterations of the multiplier Newton before a lane is handed to the general one.
-const MULTIPLIER_NEWTON_ITERATIONS: usize = 8;
 
 /// The tets of one body in blocks of [`LANES`]: vertex indices, gradient rows `g_k` (1/m) and
 /// weights (J), lane-major. The last block is padded with copies of the last tet (weight 0);
@@ -121,7 +114,7 @@ impl TetBlocks {
 }
 
 /// Per tet: the right singular vectors `V` of its last local step, which warm-start the next
-/// (identity at first), in blocks matching [`TetBlocks`].
+/// (identity at first), in blocks of eight tets (the local step's `TetBlocks`).
 #[derive(Debug, Clone, Default)]
 pub struct WarmFrames {
     blocks: Vec<Mat3Lanes>,
@@ -146,7 +139,7 @@ impl WarmFrames {
 }
 
 /// Per tet: the symmetric stretch `S_n = R_n' F_n` of the polar decomposition `F_n = R_n S_n`
-/// of its deformation gradient at the start of the step, in blocks matching [`TetBlocks`]
+/// of its deformation gradient at the start of the step, in blocks of eight tets (the local step's `TetBlocks`)
 /// (`xx, yy, zz, xy, xz, yz` per lane). The strain-rate damping pulls each tet toward
 /// `R S_n`, its start-of-step shape turned by its current rotation `R` ([`crate::sim::pd`]).
 #[derive(Debug, Clone, Default)]
@@ -249,57 +242,6 @@ fn stretches_portable(
             entry(1, 2),
         ];
     }
-}
-
-/// The volume term's stretches for [`LANES`] singular-value triples: the closest point of `sigma`
-/// on `s1 s2 s3 = 1`, on the branch `s_i = (sigma_i + sqrt(sigma_i^2 + 4 l)) / 2` of the
-/// Lagrange conditions `s_i - sigma_i = l / s_i`, by Newton on the multiplier `l` alone (one
-/// unknown, started from the linearisation `l = (1 - prod sigma) / (prod sigma sum sigma_i^-2)`).
-/// Returns the stretches and the lanes that converged (`|prod s - 1| < 1e-14`); the others
-/// (a stretch below `MULTIPLIER_NEWTON_MIN_STRETCH` (0.25), or no convergence) are left for the
-/// general Newton. Under compression the branch holds the unique closest point; under
-/// expansion it is the stationary point next to `sigma` (tested against the general Newton).
-#[inline(always)]
-pub fn volume_stretches_lanes(sigma: [Lanes; 3]) -> ([Lanes; 3], LaneMask) {
-    let [a, b, c] = sigma;
-    let product = a * b * c;
-    let exact = (product - 1.0).abs().lt(Lanes::splat(1e-14));
-    let smallest = a.min(b).min(c);
-    let takes = smallest.gt(Lanes::splat(MULTIPLIER_NEWTON_MIN_STRETCH));
-    let mut out = sigma;
-    let mut done = exact | !takes;
-    let mut converged = exact;
-    if !(!done).any() {
-        return (out, converged);
-    }
-    // `(1 - P) / (P sum sigma_i^-2)` with one division: `P^2 = a^2 b^2 c^2`.
-    let (a2, b2, c2) = (a * a, b * b, c * c);
-    let mut l = (1.0 - product) * product / (b2 * c2 + a2 * c2 + a2 * b2);
-    for _ in 0..MULTIPLIER_NEWTON_ITERATIONS {
-        let (ra, rb, rc) = (
-            (a * a + 4.0 * l).sqrt(),
-            (b * b + 4.0 * l).sqrt(),
-            (c * c + 4.0 * l).sqrt(),
-        );
-        let (sa, sb, sc) = (0.5 * (a + ra), 0.5 * (b + rb), 0.5 * (c + rc));
-        let residual = sa * sb * sc - 1.0;
-        let settled = residual.abs().lt(Lanes::splat(1e-14)) & !done;
-        out = [
-            settled.select(sa, out[0]),
-            settled.select(sb, out[1]),
-            settled.select(sc, out[2]),
-        ];
-        converged = converged | settled;
-        done = done | settled;
-        if !(!done).any() {
-            break;
-        }
-        // `residual / slope`, `slope = sb sc / ra + sa sc / rb + sa sb / rc`, with one division.
-        let (rab, rac, rbc) = (ra * rb, ra * rc, rb * rc);
-        let slope_times_r = sb * sc * rbc + sa * sc * rac + sa * sb * rab;
-        l = l - residual * (rab * rc) / slope_times_r;
-    }
-    (out, converged)
 }
 
 /// The local step over all blocks: `contributions[t][k] = P_t g_k` (the tets' right-hand-side

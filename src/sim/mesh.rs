@@ -144,7 +144,7 @@ pub enum MeshError {
     Io(#[from] MeshIoError),
     /// The surface to enclose ([`TetMesh::try_enclosing`]) is invalid.
     #[error("surface: {0}")]
-    Surface(#[from] super::surface::SurfaceError),
+    Surface(#[from] super::surface_error::SurfaceError),
 }
 
 /// Repairs made while validating a mesh.

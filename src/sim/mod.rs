@@ -6,49 +6,61 @@
 //! | module | what |
 //! | --- | --- |
 //! | [`mesh`] | [`TetMesh`]: rest geometry, validation, boundary surface, lattice builders |
-//! | [`mesh_io`] | TetGen `.node`/`.ele` and Gmsh `.msh` readers |
-//! | [`obj`] | Wavefront `.obj` triangle surface reader |
+//! | [`mesh_io`] | TetGen `.node`/`.ele`, Gmsh `.msh` and Wavefront `.obj` readers |
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
+//! | [`embed`] | points carried by a tet mesh with barycentric weights (render meshes, the grab) |
 //! | [`material`] | [`SoftMaterial`] and its Lame parameters |
+//! | [`math`] | the `f64` vector and matrix types |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
-//! | [`lanes`] | eight `f64` lanes and masks for the vectorised kernels |
-//! | [`polar_lanes`] | the signed SVD eight matrices at a time |
-//! | [`local_step`] | the vectorised PD local step over tets in blocks of eight |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
 //! | [`pick`] | ray casts against deformed body surfaces (mouse picking) |
-//! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky |
+//! | [`sparse`] | symmetric sparse matrix and faer sparse Cholesky (its nested-dissection ordering and two-thread triangular solves inside) |
 //! | [`fem`] | finite-element energies, gradients and SPD-projected Hessians (the Newton solver) |
-//! | [`ordering`] | nested-dissection fill-reducing ordering of the sparse Cholesky |
-//! | [`subtree_solve`] | the f32 triangular solves on two threads, split along the elimination tree |
 //! | [`qp`] | MPRGP and dual PGS for contact-constrained QPs |
 //! | [`skin`] | soft flesh on skinned meshes: region cages, skinning targets, skinned write-back |
 //! | [`contact`] | obstacles (parry3d shapes), detection, decoupled constraint rows |
 //! | [`world`] | [`SoftWorld`]: bodies, obstacles, the step and its report |
+//! | [`kernels`] | inner kernels re-exported for the benches only (not a stable API) |
+//!
+//! Internal to the crate (not part of the API):
+//!
+//! | module | what |
+//! | --- | --- |
+//! | `lanes` | eight `f64` lanes and masks for the vectorised kernels |
+//! | `polar_lanes` | the signed SVD eight matrices at a time |
+//! | `local_step` | the vectorised PD local step over tets in blocks of eight |
+//! | `volume_stretches` | the volume term's projection onto `s1 s2 s3 = 1` (scalar and lanes) |
+//! | `inverse_columns` | cached columns of a body's `A^-1` for contact-subspace QPs |
+//! | `lattice` | the lattice tet-mesh builder behind the cuboid, sphere, capsule and cage meshes |
 
 pub mod contact;
 pub mod embed;
 pub mod fem;
-pub mod inverse_columns;
-pub mod lanes;
+pub(crate) mod inverse_columns;
+pub mod kernels;
+pub(crate) mod lanes;
 pub(crate) mod lattice;
-pub mod local_step;
+pub(crate) mod local_step;
 pub mod material;
 pub mod math;
 pub mod mesh;
 pub mod mesh_io;
-pub mod obj;
-pub mod ordering;
+/// The Wavefront `.obj` reader, at its old path; it lives in [`mesh_io`] with the other readers.
+pub mod obj {
+    pub use super::mesh_io::{RawSurface, read_obj};
+}
 pub mod pd;
 pub mod pick;
 pub mod polar;
-pub mod polar_lanes;
+pub(crate) mod polar_lanes;
 pub mod qp;
 pub mod skin;
 pub mod sparse;
-pub mod subtree_solve;
 pub mod surface;
+mod surface_error;
 #[cfg(test)]
 mod test_rng;
+mod volume_stretches;
 pub mod world;
 
 pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};

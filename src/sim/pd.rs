@@ -65,16 +65,15 @@
 use rayon::prelude::*;
 
 use super::embed::EmbeddedPoint;
-use super::lanes::Lanes;
-use super::local_step::{
-    StartStretches, TetBlocks, WarmFrames, local_step, start_stretches, volume_stretches_lanes,
-};
+pub use super::local_step::{StartStretches, WarmFrames};
+use super::local_step::{TetBlocks, local_step, start_stretches};
 use super::material::{SoftMaterial, StrainLimits};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 use super::polar::{Svd3, svd3};
 use super::qp::coarse::CoarseSpace;
 use super::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
+use super::volume_stretches::volume_preserving_stretches;
 
 /// Marks a pinned vertex in the vertex-to-unknown map.
 pub(crate) const PINNED: u32 = u32::MAX;
@@ -426,7 +425,7 @@ impl PdSystem {
             });
     }
 
-    /// [`PdSystem::local_step`], vectorised ([`crate::sim::local_step`]), with the SVD
+    /// [`PdSystem::local_step`], vectorised (`crate::sim::local_step`), with the SVD
     /// warm-started from each tet's right singular vectors of the previous call (`frames`,
     /// identity at first, sized by [`WarmFrames::resize`]): the Jacobi sweeps then start from a
     /// nearly diagonal `F'F` and converge in few sweeps, mostly of small rotations. `frames` is
@@ -784,85 +783,6 @@ fn projections(f: &Mat3, limits: Option<StrainLimits>) -> (Mat3, Mat3, Option<Ma
         scaled_columns(&svd.u, &c) * vt
     });
     (r, pv, pl)
-}
-
-/// Projection of the signed singular values `sigma` onto `s1 s2 s3 = 1` (the volume constraint,
-/// Bouaziz et al. 2014 section 5): the multiplier Newton of
-/// [`crate::sim::local_step::volume_stretches_lanes`] where it applies (every stretch above
-/// 0.25), else [`volume_stretches_newton`].
-pub fn volume_preserving_stretches(sigma: Vec3) -> Vec3 {
-    let lanes = [0, 1, 2].map(|c| Lanes::splat(sigma[c]));
-    let (s, converged) = volume_stretches_lanes(lanes);
-    if converged.get(0) {
-        Vec3::new(s[0].0[0], s[1].0[0], s[2].0[0])
-    } else {
-        volume_stretches_newton(sigma)
-    }
-}
-
-/// Projection of the signed singular values `sigma` onto `s1 s2 s3 = 1` (the volume constraint,
-/// Bouaziz et al. 2014 section 5): Newton's method on the Lagrange conditions
-/// `s_i - sigma_i = lambda prod_{j != i} s_j`, `prod s = 1`, started from the uniformly rescaled
-/// stretches `|sigma| / cbrt(prod |sigma|)`; if Newton fails (degenerate input) that start is
-/// used.
-///
-/// Under compression (`prod sigma < 1`) the set `{prod s >= 1}` is convex and this is its unique
-/// closest point. Under expansion the closest point is not unique (for `sigma = (2, 2, 2)` the
-/// nearest points of the surface are flattened shapes, not `(1, 1, 1)`): Newton then returns the
-/// stationary point nearest the uniform rescale, which keeps the volume response isotropic. The
-/// local/global alternation stays monotone in practice (tested) though not provably so there.
-pub fn volume_stretches_newton(sigma: Vec3) -> Vec3 {
-    let abs = sigma.map(|x| x.abs().max(1e-6));
-    let det = abs.x * abs.y * abs.z;
-    let start = abs / det.cbrt();
-    if (sigma.x * sigma.y * sigma.z - 1.0).abs() < 1e-14 {
-        return sigma;
-    }
-    let mut s = start;
-    let mut lambda = 0.0;
-    for _ in 0..12 {
-        let p = Vec3::new(s.y * s.z, s.x * s.z, s.x * s.y);
-        let c = s.x * s.y * s.z - 1.0;
-        let r = s - sigma - lambda * p;
-        if r.norm_squared() + c * c < 1e-22 {
-            break;
-        }
-        // Newton on (r, c) = 0. The Jacobian is [[H, -p], [p', 0]] with H = I - lambda S,
-        // S_ij = s_k for {i, j, k} = {0, 1, 2}: eliminate ds = H^-1 (r + p dl), p' ds = c.
-        let h = Mat3::new(
-            1.0,
-            -lambda * s.z,
-            -lambda * s.y,
-            -lambda * s.z,
-            1.0,
-            -lambda * s.x,
-            -lambda * s.y,
-            -lambda * s.x,
-            1.0,
-        );
-        let Some(h_inv) = h.try_inverse() else {
-            return start;
-        };
-        let hr = h_inv * r;
-        let hp = h_inv * p;
-        let php = p.dot(&hp);
-        if php.abs() < 1e-300 {
-            return start;
-        }
-        let dl = (c - p.dot(&hr)) / php;
-        let ds = hr + dl * hp;
-        s -= ds;
-        lambda -= dl;
-        if !(s.x > 0.0 && s.y > 0.0 && s.z > 0.0) {
-            return start;
-        }
-    }
-    let ok = (s.x * s.y * s.z - 1.0).abs() < 1e-9;
-    if ok && (s - sigma).norm_squared() <= (start - sigma).norm_squared() + 1e-12 {
-        s
-    } else {
-        start
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! rows *decoupled* — `J J'` block diagonal — so [`RowDecoupler`] admits rows one by one, deepest
 //! first, under these rules:
 //!
-//! - a vertex may carry up to [`MAX_ROWS_PER_VERTEX`] one-vertex rows against different
+//! - a vertex may carry up to `MAX_ROWS_PER_VERTEX` (three) one-vertex rows against different
 //!   obstacles whose normals are not (anti)parallel (a corner: floor and walls);
 //! - a row over several vertices takes them exclusively;
 //! - an obstacle row that would need a taken vertex is dropped for this iteration (the paper's

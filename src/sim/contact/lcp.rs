@@ -1,6 +1,11 @@
 //! The velocity-level contact problem with Coulomb friction, split into independent contact
 //! regions and solved by projected conjugate gradients followed by projected Gauss-Seidel
-//! (Lazarevych et al., sections 3 and 4).
+//! (Lazarevych et al., sections 3 and 4). Used in the respond phase of the world's step, after
+//! the position solve and after restitution.
+//!
+//! Restitution is not in this problem (deviation: the paper's eq. (12) puts it in `b`): the
+//! world applies the rebound first, through each body's prefactored matrix, and `b` holds the
+//! velocities after it; a contact that bounces gets no [`LcpContact::retractable`] impulse.
 //!
 //! # The problem
 //! Contact `c` acts on up to [`MAX_TERMS`] vertices with weights `w_cv` (positive on the side

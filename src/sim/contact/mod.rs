@@ -23,9 +23,18 @@
 //!    the soft bodies' contact forces move within the step (two-way coupling with a rigid-body
 //!    engine), and what they did to it.
 //! 6. [`regions`]: contacts split into vertex-disjoint regions (union-find, deterministic ids);
-//!    [`lcp`]: the velocity-level problem of each region with restitution and Coulomb friction
-//!    (cone or pyramid), projected CG then projected Gauss-Seidel, regions in parallel
-//!    (Lazarevych et al.).
+//!    [`lcp`]: the velocity-level problem of each region, Signorini and Coulomb friction (cone
+//!    or pyramid), projected CG then projected Gauss-Seidel, regions in parallel
+//!    (Lazarevych et al.). Restitution is not part of it (deviation: the paper puts it in the
+//!    problem's free velocity `b`, eq. (12)): the world applies the rebound before the LCP, as
+//!    a force through each body's prefactored matrix (the island's restitution stage, after
+//!    the position solve); the LCP then sees the rebound velocities as its free velocities,
+//!    and a contact that bounces may not take back its position-level push
+//!    ([`LcpContact::retractable`] stays 0).
+//!
+//! Every module here serves the world's step (`crate::sim::world`): obstacle contacts in its
+//! predict phase, soft contacts in its detect phase, the rows in its islands' QPs during the PD
+//! iterations, regions and the LCP in its respond phase.
 
 pub mod broadphase;
 pub mod constraints;
@@ -33,6 +42,7 @@ pub mod edge_edge;
 pub mod lcp;
 pub mod narrowphase;
 pub mod obstacle;
+mod obstacle_error;
 pub mod overlap;
 pub mod point_triangle;
 pub mod regions;

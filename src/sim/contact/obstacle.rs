@@ -9,16 +9,15 @@
 
 use std::sync::Arc;
 
+pub use super::obstacle_error::{MAX_OBSTACLE_EXTENT, MIN_OBSTACLE_SIZE, ObstacleError};
+use super::rigid::{CouplingResponse, RigidCoupling};
+use crate::sim::material::{CombineRule, SurfaceCoefficients};
+use crate::sim::math::Vec3;
 use nalgebra::UnitQuaternion;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::Ray;
 use parry3d::shape::{Shape, SharedShape, TriMeshFlags};
 use parry3d::utils::Array2;
-use thiserror::Error;
-
-use super::rigid::{CouplingResponse, RigidCoupling};
-use crate::sim::material::{CombineRule, SurfaceCoefficients};
-use crate::sim::math::Vec3;
 
 /// The geometry of an obstacle, in its local frame (metres).
 #[derive(Debug, Clone, PartialEq)]
@@ -67,45 +66,6 @@ pub enum ObstacleShape {
         cols: usize,
         /// Size of the field: X and Z extents and a height multiplier (m).
         scale: Vec3,
-    },
-}
-
-/// Why an obstacle could not be built.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum ObstacleError {
-    /// A size, coordinate, pose or velocity is not finite, a size or coordinate is out of the
-    /// range parry's `f32` geometry resolves ([`MIN_OBSTACLE_SIZE`] to
-    /// [`MAX_OBSTACLE_EXTENT`]), or a rotation is not a unit quaternion.
-    #[error("obstacle {what} must be finite{positive} and within 1e6 m, got {value}", positive = if *.positive { ", >= 1e-6" } else { "" })]
-    InvalidValue {
-        /// Which parameter.
-        what: &'static str,
-        /// The offending value.
-        value: f64,
-        /// Whether it had to be positive.
-        positive: bool,
-    },
-    /// A convex hull needs at least four non-coplanar points.
-    #[error("the convex hull of {0} points is degenerate")]
-    DegenerateHull(usize),
-    /// A half-space normal given to [`Obstacle::new`] is not of unit length
-    /// ([`Obstacle::halfspace`] normalises it).
-    #[error("half-space normal must be a unit vector, got length {0}")]
-    UnnormalizedNormal(f64),
-    /// The triangle mesh is empty or has invalid indices.
-    #[error("invalid triangle mesh: {0}")]
-    InvalidTriMesh(String),
-    /// The height field grid is smaller than 2x2 or the heights do not fill it.
-    #[error(
-        "height field needs rows, cols >= 2 and rows*cols heights; got {rows}x{cols} with {len}"
-    )]
-    InvalidHeightField {
-        /// Rows given.
-        rows: usize,
-        /// Columns given.
-        cols: usize,
-        /// Heights given.
-        len: usize,
     },
 }
 
@@ -169,15 +129,6 @@ impl std::fmt::Debug for Obstacle {
             .finish()
     }
 }
-
-/// Largest obstacle size or coordinate (m) accepted: parry evaluates shapes in `f32`, which
-/// at 1e6 m still resolves 6 cm; past it contacts lose their meaning, and past about 3e38 the
-/// value overflows to infinity.
-pub const MAX_OBSTACLE_EXTENT: f64 = 1e6;
-
-/// Smallest obstacle size (m) accepted (a radius, a half extent, a height-field scale):
-/// smaller ones underflow `f32`'s precision against the coordinates they sit at.
-pub const MIN_OBSTACLE_SIZE: f64 = 1e-6;
 
 fn finite(what: &'static str, value: f64) -> Result<(), ObstacleError> {
     if value.is_finite() && value.abs() <= MAX_OBSTACLE_EXTENT {
@@ -470,11 +421,13 @@ impl Obstacle {
         Self::new(ObstacleShape::Ball { radius })
     }
 
-    /// A capsule along local Y (m).
+    /// A capsule along local Y: `radius` (m) around a segment from `-half_height` to
+    /// `+half_height` (m). The radius comes first, as in [`crate::sim::TetMesh::capsule`] and
+    /// Bevy's `Capsule3d::new(radius, length)`.
     ///
     /// # Errors
     /// [`ObstacleError::InvalidValue`] for a non-positive or non-finite size.
-    pub fn capsule(half_height: f64, radius: f64) -> Result<Self, ObstacleError> {
+    pub fn capsule(radius: f64, half_height: f64) -> Result<Self, ObstacleError> {
         Self::new(ObstacleShape::Capsule {
             half_height,
             radius,
@@ -984,7 +937,7 @@ mod tests {
 
     #[test]
     fn capsule_hull_trimesh_and_heightfield_detect_penetration() {
-        let cap = Obstacle::capsule(1.0, 0.5).unwrap();
+        let cap = Obstacle::capsule(0.5, 1.0).unwrap();
         let c = cap.query(Vec3::new(0.3, 0.5, 0.0), 0.0).unwrap();
         assert!((c.depth - 0.2).abs() < 1e-5);
         let cube: Vec<Vec3> = (0..8)

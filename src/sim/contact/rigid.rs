@@ -10,7 +10,7 @@
 
 use nalgebra::{Matrix3, UnitQuaternion};
 
-use super::obstacle::{MAX_OBSTACLE_EXTENT, ObstacleError};
+use super::obstacle_error::{MAX_OBSTACLE_EXTENT, ObstacleError};
 use crate::sim::math::Vec3;
 
 /// Mass properties of the rigid body behind a coupled obstacle, and the acceleration it has

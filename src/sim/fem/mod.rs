@@ -10,18 +10,18 @@
 //! | --- | --- |
 //! | [`energy`] | isotropic energy densities in the signed singular values, and the derivatives of the analytic eigensystem |
 //! | [`element`] | one tet: energy, gradient, stress-derivative eigensystem, projected Hessian |
-//! | [`assembly`] | the Newton matrix's fixed pattern and the scatter of the element blocks |
+//! | `assembly` (internal) | the Newton matrix's fixed pattern and the scatter of the element blocks |
 //! | [`newton`] | Newton's method with a line search on one body's incremental potential, no contact |
-//! | [`scaled_blocks`] | the Jacobi-scaled Newton matrix as 3x3 blocks, for MPRGP's products |
+//! | `scaled_blocks` (internal) | the Jacobi-scaled Newton matrix as 3x3 blocks, for MPRGP's products |
 //! | [`constrained`] | Newton iterations whose steps are contact QPs (eq. 8), solved by MPRGP |
 //! | [`stepping`] | the pieces of a Newton iteration for a caller that owns the loop (the world's step) |
 
-pub mod assembly;
+pub(crate) mod assembly;
 pub mod constrained;
 pub mod element;
 pub mod energy;
 pub mod newton;
-pub mod scaled_blocks;
+pub(crate) mod scaled_blocks;
 pub mod stepping;
 
 pub use energy::{FemModel, Lame};

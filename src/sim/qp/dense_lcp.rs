@@ -107,7 +107,9 @@ impl SymmetricRows {
         self.diagonal.extend_from_slice(&other.diagonal);
     }
 
-    /// The nonzeros of the row-major `m x m` matrix `s`.
+    /// The nonzeros of the row-major `m x m` matrix `s` (tests only).
+    #[cfg(test)]
+    #[allow(clippy::wrong_self_convention)] // fills `self`, like `from_upper`
     pub fn from_dense(&mut self, s: &[f64], m: usize) {
         self.clear();
         for j in 0..m {
@@ -123,6 +125,9 @@ impl SymmetricRows {
     /// The whole matrix from its upper triangle `upper` (each row's entries at columns from its
     /// own on, the diagonal first), `cursor` being scratch: row `r` is the upper rows' entries
     /// at column `r` (as columns `j < r`, in increasing order) followed by upper row `r`.
+    // Fills `self` in place (its buffers are reused); clippy asks `from_*` to build a new
+    // value, which it only checks on crate-private items. The name is kept for its caller.
+    #[allow(clippy::wrong_self_convention)]
     pub fn from_upper(&mut self, upper: &SymmetricRows, cursor: &mut Vec<usize>) {
         let m = upper.dim();
         cursor.clear();
@@ -206,7 +211,9 @@ impl DenseLcp {
     /// Solves the LCP of the symmetric positive definite matrix `s` and the vector `q`,
     /// starting from `lambda` (clamped to `>= 0`) and writing the solution there. Stops where
     /// the natural-map residual is at most `tolerance` (the units of `q`), or unconverged after
-    /// `max_sweeps` or once the candidate active set exceeds [`MAX_EXACT_ACTIVE`].
+    /// `max_sweeps` or once the candidate active set exceeds [`MAX_EXACT_ACTIVE`]. Tests only:
+    /// the world calls [`DenseLcp::solve_again`].
+    #[cfg(test)]
     pub fn solve(
         &mut self,
         s: &SymmetricRows,
@@ -218,7 +225,7 @@ impl DenseLcp {
         self.solve_again(s, q, lambda, tolerance, max_sweeps, false)
     }
 
-    /// [`DenseLcp::solve`], where `same_matrix` says that `s` is the matrix of this solver's
+    /// `DenseLcp::solve`, where `same_matrix` says that `s` is the matrix of this solver's
     /// last solve, unchanged: the factor of the last subspace step's active set then still
     /// holds, and is updated or used as it is instead of factored anew (a contact QP whose rows
     /// stay from one PD iteration to the next, and whose active set does, costs a triangular

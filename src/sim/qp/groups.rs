@@ -38,11 +38,6 @@ impl RowGroups {
         self.starts.len().saturating_sub(1)
     }
 
-    /// True if there is no group.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Row indices of group `g`.
     #[inline]
     pub fn group(&self, g: usize) -> &[u32] {

@@ -10,18 +10,18 @@
 //! The solvers require *decoupled* rows (section 5 of the paper, "collision decoupling"): no
 //! vertex appears in two rows, except that up to three one-vertex rows may share a vertex (a
 //! corner). `J J'` is then block diagonal with blocks of size at most 3 and every MPRGP operator
-//! is an exact closed form per block ([`groups`]).
+//! is an exact closed form per block (`groups`).
 //!
 //! - [`mprgp::Mprgp`] solves the primal problem (the paper's extended MPRGP).
 //! - [`pgs::DualPgs`] solves the dual LCP by projected Gauss-Seidel (the ICA-style baseline).
 //! - [`kkt_residual`] measures any candidate the same way, for tests and benchmarks.
 
 pub mod coarse;
-pub mod dense_lcp;
-pub mod groups;
+pub(crate) mod dense_lcp;
+pub(crate) mod groups;
 pub mod mprgp;
 pub mod pgs;
-pub mod updatable_cholesky;
+pub(crate) mod updatable_cholesky;
 
 use thiserror::Error;
 
@@ -166,7 +166,7 @@ pub struct QpProblem<'a, A: ?Sized> {
     pub a: &'a A,
     /// The linear term `b` (minimise `1/2 x'Ax - b'x`).
     pub b: &'a [Vec3],
-    /// The rows of `J x >= c`, decoupled as described in [`groups`].
+    /// The rows of `J x >= c`, decoupled as described in `qp::groups`.
     pub rows: &'a [ConstraintRow],
 }
 

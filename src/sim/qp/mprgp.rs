@@ -31,7 +31,7 @@
 //!
 //! With *decoupled* rows (no vertex in two rows, section 5) the paper's three generalised
 //! operators have closed forms, row by row, because `J J'` is diagonal (up to three one-vertex
-//! rows on one vertex form a 3x3 block, solved exactly in [`super::groups`]):
+//! rows on one vertex form a 3x3 block, solved exactly in `qp::groups`):
 //!
 //! - free gradient (eq. 15-16): `phi = g - sum_{j active} J_j' (J_j g) / |J_j|^2`;
 //! - chopped gradient (eq. 17-18): `beta = sum_{j active} J_j' min(J_j g, 0) / |J_j|^2`;
@@ -75,7 +75,7 @@
 //! alternated): the QP 26.1-27.3 -> 19.9-20.2 ms per step, the whole step 79.8-84.0 ->
 //! 73.9-75.8 ms; the 39,304-vertex cube's QP (8 steps, one run each) 92.2 -> 73.3 ms.
 //! The Newton matrix keeps such a copy too, as 3x3 blocks
-//! ([`crate::sim::fem::scaled_blocks`]).
+//! (`crate::sim::fem::scaled_blocks`).
 //!
 //! A caller that knows `A (x - anchor)` for its (feasible) start passes it
 //! ([`Mprgp::solve_about_from`]) and MPRGP forms its first gradient from it instead of by a

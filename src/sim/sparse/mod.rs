@@ -10,6 +10,16 @@
 //! precomputed index map refills it from the CSR values. The symbolic analysis (fill-reducing
 //! ordering, supernodal structure) runs once per sparsity pattern; a change of material, pins or time step
 //! only refills values and runs the numeric factorization again (factor once, refactor numerically on change, solve every step).
+//!
+//! Used when a body is created or its material, pins or time step change (analysis and
+//! factorization), and in every PD and Newton iteration of the step (the solves).
+//!
+//! | file | what |
+//! | --- | --- |
+//! | `mod.rs` | [`SparseCholesky`]: analysis, factorization and the solves |
+//! | `matrix.rs` | [`SymmetricMatrix`], the matrix it factors |
+//! | `ordering.rs` | the geometric nested-dissection ordering tried against AMD |
+//! | `subtree_solve.rs` | the f32 triangular solves on two threads, split along the elimination tree |
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};
@@ -21,11 +31,16 @@ use faer::sparse::linalg::cholesky::{
 };
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::{Conj, MatMut, Par, Side, Spec};
-use rayon::prelude::*;
 use thiserror::Error;
 
-use super::math::Vec3;
-use super::subtree_solve::SubtreeSplit;
+use crate::sim::math::Vec3;
+use subtree_solve::SubtreeSplit;
+
+mod matrix;
+mod ordering;
+mod subtree_solve;
+
+pub use matrix::{PARALLEL_MATVEC_ROWS, SymmetricMatrix};
 
 /// Failure of a sparse factorization.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -41,182 +56,8 @@ pub enum FactorError {
     Internal(String),
 }
 
-/// A symmetric `n x n` sparse matrix with a fixed pattern, full CSR storage.
-#[derive(Debug, Clone)]
-pub struct SymmetricMatrix {
-    n: usize,
-    row_ptr: Vec<usize>,
-    col_idx: Vec<u32>,
-    values: Vec<f64>,
-    diag_slot: Vec<usize>,
-}
-
-impl SymmetricMatrix {
-    /// Builds the pattern from the diagonal plus the given off-diagonal pairs (either order,
-    /// duplicates allowed); all values start at zero.
-    pub fn from_pairs(n: usize, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
-        let mut entries: Vec<(u32, u32)> = (0..n as u32).map(|i| (i, i)).collect();
-        for (a, b) in pairs {
-            if a != b {
-                entries.push((a, b));
-                entries.push((b, a));
-            }
-        }
-        entries.sort_unstable();
-        entries.dedup();
-        let mut row_ptr = vec![0usize; n + 1];
-        for &(r, _) in &entries {
-            row_ptr[r as usize + 1] += 1;
-        }
-        for i in 0..n {
-            row_ptr[i + 1] += row_ptr[i];
-        }
-        let col_idx: Vec<u32> = entries.iter().map(|&(_, c)| c).collect();
-        let mut m = Self {
-            n,
-            row_ptr,
-            values: vec![0.0; col_idx.len()],
-            col_idx,
-            diag_slot: Vec::new(),
-        };
-        m.diag_slot = (0..n).map(|i| m.slot(i, i).unwrap_or(0)).collect();
-        m
-    }
-
-    /// Dimension `n`.
-    pub fn dim(&self) -> usize {
-        self.n
-    }
-
-    /// Number of stored entries (both triangles).
-    pub fn nnz(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Position of entry `(i, j)` in the value array, if it is in the pattern.
-    pub fn slot(&self, i: usize, j: usize) -> Option<usize> {
-        let (lo, hi) = (self.row_ptr[i], self.row_ptr[i + 1]);
-        self.col_idx[lo..hi]
-            .binary_search(&(j as u32))
-            .ok()
-            .map(|k| lo + k)
-    }
-
-    /// Position of the diagonal entry `(i, i)`.
-    pub fn diag_slot(&self, i: usize) -> usize {
-        self.diag_slot[i]
-    }
-
-    /// Mutable values, in the order of [`SymmetricMatrix::slot`].
-    pub fn values_mut(&mut self) -> &mut [f64] {
-        &mut self.values
-    }
-
-    /// Values, in the order of [`SymmetricMatrix::slot`].
-    pub fn values(&self) -> &[f64] {
-        &self.values
-    }
-
-    /// Entry `(i, j)`, zero outside the pattern.
-    pub fn get(&self, i: usize, j: usize) -> f64 {
-        self.slot(i, j).map_or(0.0, |s| self.values[s])
-    }
-
-    /// The diagonal entry `(i, i)`.
-    pub fn diagonal(&self, i: usize) -> f64 {
-        self.values[self.diag_slot[i]]
-    }
-
-    /// `out = L x` applied to each coordinate of the 3-vectors (`(L (x) I_3) x`). Rows in
-    /// parallel (rayon) from [`PARALLEL_MATVEC_ROWS`] rows on; each row's sum is the same either
-    /// way.
-    pub fn mul_vec3(&self, x: &[Vec3], out: &mut [Vec3]) {
-        self.mul_vec3_with(&self.values, x, out);
-    }
-
-    /// The values of the Jacobi-scaled matrix `D^-1/2 L D^-1/2` (`D` the diagonal) on this
-    /// pattern into `out`, and the scaling into `scale`: entry `(i, j)` is `L_ij * (s_i * s_j)`
-    /// with `s_i = 1 / sqrt(L_ii)`,
-    /// the scaling [`crate::sim::qp::mprgp::Mprgp`] solves with. Non-positive diagonal entries
-    /// give non-finite values (MPRGP refuses such a matrix before it applies them).
-    pub fn jacobi_scaled_values(&self, scale: &mut Vec<f64>, out: &mut Vec<f64>) {
-        scale.clear();
-        scale.extend((0..self.n).map(|i| 1.0 / self.diagonal(i).sqrt()));
-        out.clear();
-        out.resize(self.values.len(), 0.0);
-        for i in 0..self.n {
-            for k in self.row_ptr[i]..self.row_ptr[i + 1] {
-                out[k] = self.values[k] * (scale[i] * scale[self.col_idx[k] as usize]);
-            }
-        }
-    }
-
-    /// [`SymmetricMatrix::mul_vec3`] with `values` (in the order of [`SymmetricMatrix::slot`])
-    /// in place of the matrix's own: another matrix on the same pattern, such as the
-    /// [`SymmetricMatrix::jacobi_scaled_values`].
-    ///
-    /// # Panics
-    /// If `values` does not have one value per stored entry.
-    pub fn mul_vec3_with(&self, values: &[f64], x: &[Vec3], out: &mut [Vec3]) {
-        assert_eq!(values.len(), self.values.len(), "one value per entry");
-        let out = &mut out[..self.n];
-        if self.n < PARALLEL_MATVEC_ROWS {
-            self.mul_rows(values, 0, x, out);
-        } else {
-            out.par_chunks_mut(MATVEC_CHUNK_ROWS)
-                .enumerate()
-                .for_each(|(c, rows)| self.mul_rows(values, c * MATVEC_CHUNK_ROWS, x, rows));
-        }
-    }
-
-    /// Rows `first..first + out.len()` of `L x`, `L` with `values`.
-    fn mul_rows(&self, values: &[f64], first: usize, x: &[Vec3], out: &mut [Vec3]) {
-        for (r, o) in out.iter_mut().enumerate() {
-            *o = self.mul_row_with(values, x, first + r);
-        }
-    }
-
-    /// Row `i` of `L x` (as [`SymmetricMatrix::mul_vec3`] forms it).
-    pub fn mul_row(&self, x: &[Vec3], i: usize) -> Vec3 {
-        self.mul_row_with(&self.values, x, i)
-    }
-
-    /// Row `i` of `L x`, `L` with `values`.
-    fn mul_row_with(&self, values: &[f64], x: &[Vec3], i: usize) -> Vec3 {
-        let mut acc = Vec3::zeros();
-        for k in self.row_ptr[i]..self.row_ptr[i + 1] {
-            acc += values[k] * x[self.col_idx[k] as usize];
-        }
-        acc
-    }
-
-    /// The columns of row `i`'s stored entries, sorted (the diagonal included).
-    pub fn neighbours(&self, i: usize) -> &[u32] {
-        &self.col_idx[self.row_ptr[i]..self.row_ptr[i + 1]]
-    }
-
-    /// Row `i`'s stored columns (sorted) and values.
-    pub fn row_entries(&self, i: usize) -> (&[u32], &[f64]) {
-        let range = self.row_ptr[i]..self.row_ptr[i + 1];
-        (&self.col_idx[range.clone()], &self.values[range])
-    }
-
-    /// Iterates the stored entries `(col, value)` of row `i`.
-    pub fn row(&self, i: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
-        (self.row_ptr[i]..self.row_ptr[i + 1]).map(|k| (self.col_idx[k] as usize, self.values[k]))
-    }
-}
-
-/// Rows from which [`SymmetricMatrix::mul_vec3`] runs in parallel: below, a product costs
-/// about as much as handing it to the other threads (0.01 ms at 1,000 rows on this project's
-/// 2-core machine).
-pub const PARALLEL_MATVEC_ROWS: usize = 4096;
-
-/// Rows per parallel task of [`SymmetricMatrix::mul_vec3`].
-const MATVEC_CHUNK_ROWS: usize = 1024;
-
 /// Rows from which [`SparseCholesky::solve_correction_in_place`] runs on two threads: split
-/// along the elimination tree ([`super::subtree_solve`]) where the factor's tree allows, else
+/// along the elimination tree (the `subtree_solve` module) where the factor's tree allows, else
 /// x and y on one thread and z on another (below, handing work to the other thread costs
 /// about what it saves).
 pub const SPLIT_SOLVE_ROWS: usize = 4096;
@@ -251,7 +92,7 @@ pub struct SparseCholesky {
 pub enum FillOrdering {
     /// faer's approximate minimum degree.
     Amd,
-    /// Geometric nested dissection ([`super::ordering`]).
+    /// Geometric nested dissection (the `ordering` module).
     NestedDissection,
 }
 
@@ -334,8 +175,8 @@ impl SparseCholesky {
     }
 
     /// Symbolic analysis of the pattern of `matrix`, whose row `i` is a mesh vertex at
-    /// `coordinates[i]` (m): analyses both the geometric nested dissection of
-    /// [`super::ordering`] and AMD, and keeps the ordering whose factor has fewer entries.
+    /// `coordinates[i]` (m): analyses both the geometric nested dissection (the `ordering`
+    /// module) and AMD, and keeps the ordering whose factor has fewer entries.
     ///
     /// # Errors
     /// [`FactorError::Internal`] if faer fails to analyse the pattern.
@@ -348,10 +189,10 @@ impl SparseCholesky {
     ) -> Result<Self, FactorError> {
         let (upper, upper_from_full) = upper_triangle(matrix);
         let amd = symbolic_cholesky(&upper, SymmetricOrdering::Amd)?;
-        if matrix.n <= super::ordering::LEAF_VERTICES {
+        if matrix.n <= ordering::LEAF_VERTICES {
             return Self::with_symbolic(amd, upper, upper_from_full, FillOrdering::Amd);
         }
-        let forward = super::ordering::nested_dissection(matrix, coordinates);
+        let forward = ordering::nested_dissection(matrix, coordinates);
         let mut inverse = vec![0usize; forward.len()];
         for (k, &v) in forward.iter().enumerate() {
             inverse[v] = k;
@@ -482,13 +323,13 @@ impl SparseCholesky {
     /// From [`SPLIT_SOLVE_ROWS`] rows on, the solve runs on two threads (rayon): a single
     /// body's solve otherwise leaves the second core idle. A supernodal factor whose
     /// elimination tree splits into two balanced groups of subtrees is solved by
-    /// [`SubtreeSplit`], each thread reading its half of the factor; otherwise x and y are
+    /// `SubtreeSplit` (the `subtree_solve` module), each thread reading its half of the factor; otherwise x and y are
     /// solved on one thread and z on another, each reading the whole factor. Which path runs
     /// depends on the factor alone, so the result does not depend on the thread count.
     /// Measured for the coordinate split (40K-vertex cube, 10 solves, three runs): 14.8-16.5
     /// ms against 18.3 ms on one thread; at 10K 1.55-1.71 against 1.72 ms; faer's own parallel
     /// solve (`Par::rayon(2)`) took 94.6 and 20.4 ms. The tree split against the coordinate
-    /// split: see [`super::subtree_solve`] (40K: 14.3-17.4 against 23.1-26.0 ms).
+    /// split: see the `subtree_solve` module (40K: 14.3-17.4 against 23.1-26.0 ms).
     pub fn solve_correction_in_place(&mut self, x: &mut [Vec3]) {
         if !self.factored {
             return;
@@ -569,7 +410,7 @@ impl SparseCholesky {
     }
 
     /// Each thread's share of the factor in the correction solve's split along the elimination
-    /// tree ([`SubtreeSplit::shares`]), or `None` where the solve does not split the tree.
+    /// tree (`SubtreeSplit::shares`), or `None` where the solve does not split the tree.
     pub fn subtree_shares(&self) -> Option<[f64; 2]> {
         self.subtree_split.as_ref().map(SubtreeSplit::shares)
     }

@@ -14,8 +14,8 @@
 //! and faer's AMD and keeps the one whose factor has fewer entries, so it is never worse than
 //! AMD. Measured with `cargo bench --bench kernels` (the table's "ordering" columns).
 
-use super::math::Vec3;
-use super::sparse::SymmetricMatrix;
+use super::matrix::SymmetricMatrix;
+use crate::sim::math::Vec3;
 
 /// Sets of at most this many vertices are not split further (their order is kept): below it,
 /// a separator saves less than the bookkeeping costs.

@@ -1,14 +1,9 @@
-//! Reader for Wavefront `.obj` triangle surfaces (the detailed meshes that get embedded in a
-//! coarse tet mesh).
-//!
-//! Only geometry is read: `v x y z [w]` rows and `f` rows whose corners are `i`, `i/t`, `i//n` or
-//! `i/t/n` (1-based, or negative for "counted from the last vertex so far"). Polygons with more
-//! than three corners are split into a triangle fan. Every other statement (`vn`, `vt`, `o`, `g`,
-//! `s`, `usemtl`, `mtllib`, ...) is skipped; `#` starts a comment. Like the other readers the
-//! parser does no I/O and never panics: a malformed file gives a [`MeshIoError`] with its 1-based
-//! line.
+//! The Wavefront OBJ reader: [`read_obj`] over the text of an `.obj` triangle surface (format in
+//! the [parent module](super)). Like the other readers it does no I/O and never panics: a
+//! malformed file gives a [`MeshIoError`] with its 1-based line.
 
-use super::mesh_io::{MeshIoError, parse_coord, parse_i64};
+use super::error::MeshIoError;
+use super::tokens::{parse_coord, parse_i64};
 
 /// File kind reported in errors.
 const OBJ: &str = ".obj";
@@ -171,7 +166,7 @@ mod tests {
 
     #[test]
     fn truncated_and_byte_flipped_files_never_panic() {
-        let text = include_str!("../../assets/meshes/bunny_10k.obj");
+        let text = include_str!("../../../assets/meshes/bunny_10k.obj");
         let head = &text[..text.len().min(20_000)];
         for cut in (0..head.len()).step_by(997) {
             if head.is_char_boundary(cut) {

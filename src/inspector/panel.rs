@@ -250,7 +250,12 @@ fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
                     t.as_secs_f64() * 1e3
                 ));
             }
-            pins(ui, pin);
+            let pinned = p
+                .world
+                .body(entity)
+                .and_then(|h| p.world.world().pinned(h).ok())
+                .map_or(0, |flags| flags.iter().filter(|&&f| f).count());
+            pins(ui, pin, pinned);
             if let Some(flesh) = flesh {
                 flesh_springs(ui, flesh);
             }
@@ -329,14 +334,13 @@ fn combine_rule(ui: &mut egui::Ui, label: &str, rule: &mut CombineRule) {
         });
 }
 
-fn pins(ui: &mut egui::Ui, pin: Option<Mut<Pin>>) {
-    let count = pin
-        .as_ref()
-        .map_or(0, |p| p.vertices.len() + p.select.len());
+/// How many vertices the simulation holds pinned, and a button that clears the body's `Pin`
+/// (indices and selections), which frees them.
+fn pins(ui: &mut egui::Ui, pin: Option<Mut<Pin>>, pinned: usize) {
     ui.horizontal(|ui| {
-        ui.label(format!("{count} pinned vertices and selections"));
+        ui.label(format!("{pinned} pinned vertices"));
         if let Some(mut pin) = pin
-            && count > 0
+            && (!pin.vertices.is_empty() || !pin.select.is_empty())
             && ui.button("Unpin all").clicked()
         {
             pin.vertices.clear();

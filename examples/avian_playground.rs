@@ -15,7 +15,6 @@ mod common;
 use avian3d::prelude::*;
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim::ObstacleShape;
 
 fn main() {
     let scene = common::ExampleScene {
@@ -138,7 +137,7 @@ fn setup(
 /// half-space too (the plugin leaves an entity's own obstacle alone).
 fn floor_for_avian(mut commands: Commands, floors: Query<(Entity, &Obstacle), Without<RigidBody>>) {
     for (entity, obstacle) in &floors {
-        if matches!(obstacle.shape, ObstacleShape::HalfSpace { .. }) {
+        if obstacle.is_halfspace() {
             commands
                 .entity(entity)
                 .insert((RigidBody::Static, Collider::half_space(Vec3::Y)));

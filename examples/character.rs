@@ -125,7 +125,7 @@ fn setup(
         Mesh3d(meshes.add(Capsule3d::new(0.12, 1.0))),
         MeshMaterial3d(stone.clone()),
         Transform::from_translation(on_path(-10.0, 0.55, 0.6)),
-        Obstacle::capsule(0.5, 0.12),
+        Obstacle::capsule(0.12, 0.5),
     ));
     commands.spawn((
         Name::new("boulder"),

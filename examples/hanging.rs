@@ -11,7 +11,6 @@ mod common;
 
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 #[derive(Component)]
 struct Hook;
@@ -39,13 +38,12 @@ fn setup(
     mut materials: ResMut<Assets<StandardMaterial>>,
 ) {
     // A bar pinned at its top face: it sags under gravity and stays there.
-    let bar = TetMesh::cuboid(sim::Vec3::new(0.12, 0.6, 0.12), 10);
-    let pinned = common::top_vertices(&bar);
+    let bar = Vec3::new(0.12, 0.6, 0.12);
     commands.spawn((
         Name::new("pinned bar"),
-        DeformableBody::from(bar),
+        DeformableBody::cuboid(bar, 10).expect("valid size"),
         SoftMaterial::RUBBER.with_youngs_modulus(5.0e4),
-        Pin { vertices: pinned },
+        Pin::selection(common::top_face(bar)),
         MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.6, 0.2)))),
         Transform::from_xyz(-1.5, 2.0, 0.0),
     ));
@@ -58,17 +56,12 @@ fn setup(
             Transform::from_xyz(CIRCLE, 2.6, 0.0),
         ))
         .id();
-    let block = TetMesh::cuboid(sim::Vec3::new(0.25, 0.3, 0.25), 7);
-    let attached = common::top_vertices(&block);
+    let block = Vec3::new(0.25, 0.3, 0.25);
     commands.spawn((
         Name::new("attached jelly"),
-        DeformableBody::from(block),
+        DeformableBody::cuboid(block, 7).expect("valid size"),
         SoftMaterial::JELLY,
-        Attachment {
-            target: hook,
-            vertices: attached,
-            stiffness: 2.0e3,
-        },
+        Attachment::new(hook, common::top_face(block), 2.0e3),
         MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.3, 0.75, 0.9)))),
         Transform::from_xyz(CIRCLE, 2.3, 0.0),
     ));

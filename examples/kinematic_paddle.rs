@@ -11,7 +11,6 @@ mod common;
 
 use bevy::prelude::*;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 /// Half extents of the paddle (m).
 const PADDLE: Vec3 = Vec3::new(0.08, 0.35, 1.0);
@@ -59,19 +58,19 @@ fn setup(
         let z = -0.8 + 0.4 * i as f32;
         let x = if i % 2 == 0 { -0.6 } else { 0.6 };
         // Curved bodies draw a smooth primitive embedded in their tets.
-        let (mesh, render, material) = match i % 3 {
+        let (body, render, material) = match i % 3 {
             0 => (
-                TetMesh::cuboid(sim::Vec3::repeat(0.15), 5),
+                DeformableBody::cuboid(Vec3::splat(0.15), 5).expect("valid size"),
                 None,
                 SoftMaterial::JELLY,
             ),
             1 => (
-                TetMesh::sphere(0.17, 7),
+                DeformableBody::from(TetMesh::sphere(0.17, 7)),
                 Some(Sphere::new(0.17).mesh().ico(3).expect("ico(3) is valid")),
                 SoftMaterial::RUBBER,
             ),
             _ => (
-                TetMesh::capsule(0.12, 0.15, 5),
+                DeformableBody::from(TetMesh::capsule(0.12, 0.15, 5)),
                 Some(
                     Capsule3d::new(0.12, 0.3)
                         .mesh()
@@ -84,7 +83,7 @@ fn setup(
         };
         let mut body = commands.spawn((
             Name::new(format!("body {i}")),
-            DeformableBody::from(mesh),
+            body,
             material,
             MeshMaterial3d(materials.add(common::soft_look(color))),
             Transform::from_xyz(x, 0.25, z),

@@ -10,9 +10,7 @@
 mod common;
 
 use bevy::prelude::*;
-use bevy_deformable::convert::to_sim;
 use bevy_deformable::prelude::*;
-use bevy_deformable::sim;
 
 /// Slope of the ramp (radians): 25 degrees.
 const RAMP_ANGLE: f32 = 25.0 * std::f32::consts::PI / 180.0;
@@ -72,7 +70,7 @@ fn setup(
         let on_ramp = Vec3::new(0.35, ramp_half.y + half.y + 0.002, -0.35 + 0.35 * k as f32);
         commands.spawn((
             Name::new(format!("block mu {mu}")),
-            DeformableBody::from(TetMesh::cuboid(to_sim(half), 3)),
+            DeformableBody::cuboid(half, 3).expect("valid size"),
             SoftMaterial::STIFF_FOAM.with_friction(mu),
             MeshMaterial3d(materials.add(common::soft_look(color))),
             Transform::from_translation(ramp_centre + ramp_rotation * on_ramp)
@@ -92,7 +90,7 @@ fn setup(
     {
         commands.spawn((
             Name::new(format!("skittle {i}")),
-            DeformableBody::from(TetMesh::cuboid(to_sim(skittle), 3)),
+            DeformableBody::cuboid(skittle, 3).expect("valid size"),
             SoftMaterial::RUBBER.with_youngs_modulus(4.0e5),
             MeshMaterial3d(skittle_look.clone()),
             Transform::from_translation(at),
@@ -118,13 +116,12 @@ fn setup(
         MeshMaterial3d(materials.add(grey(0.3))),
         Transform::from_xyz(1.9, 1.93, -0.9),
     ));
-    let bar = TetMesh::cuboid(sim::Vec3::new(0.09, 0.4, 0.09), 6);
-    let pinned = common::top_vertices(&bar);
+    let bar = Vec3::new(0.09, 0.4, 0.09);
     commands.spawn((
         Name::new("hanging jelly"),
-        DeformableBody::from(bar),
+        DeformableBody::cuboid(bar, 6).expect("valid size"),
         SoftMaterial::JELLY.with_youngs_modulus(3.0e4),
-        Pin { vertices: pinned },
+        Pin::selection(common::top_face(bar)),
         MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.55, 0.2)))),
         Transform::from_xyz(1.9, 1.5, -0.9),
     ));
@@ -137,7 +134,7 @@ fn setup(
     ));
     commands.spawn((
         Name::new("jelly cube"),
-        DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.2), 5)),
+        DeformableBody::cuboid(Vec3::splat(0.2), 5).expect("valid size"),
         SoftMaterial::JELLY,
         MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.85, 0.2, 0.5)))),
         Transform::from_xyz(0.45, 1.4, -1.0).with_rotation(Quat::from_rotation_y(0.5)),

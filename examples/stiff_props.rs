@@ -42,7 +42,7 @@ fn setup(
     mut materials: ResMut<Assets<StandardMaterial>>,
     mut meshes: ResMut<Assets<Mesh>>,
 ) {
-    config.solver = SolverChoice::NewtonMprgp;
+    config.solver.method = SolverChoice::NewtonMprgp;
     // A stack of three crates, 0.3 m each, on the floor.
     let crate_look = materials.add(common::soft_look(Color::srgb(0.78, 0.55, 0.3)));
     for level in 0..3 {
@@ -85,10 +85,10 @@ fn setup(
 /// `N` switches the solver live; the bodies keep their state.
 fn switch_solver(keys: Res<ButtonInput<KeyCode>>, mut config: ResMut<DeformableConfig>) {
     if keys.just_pressed(KeyCode::KeyN) {
-        config.solver = match config.solver {
+        config.solver.method = match config.solver.method {
             SolverChoice::NewtonMprgp => SolverChoice::ProjectiveDynamics,
             SolverChoice::ProjectiveDynamics => SolverChoice::NewtonMprgp,
         };
-        info!("solver: {:?}", config.solver);
+        info!("solver: {:?}", config.solver.method);
     }
 }

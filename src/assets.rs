@@ -42,11 +42,11 @@ pub enum TetMeshLoadError {
 
 /// Loads TetGen `.node` files; the `.ele` file with the same stem is read from beside it.
 #[derive(Debug, Default, TypePath)]
-pub struct TetGenLoader;
+pub(crate) struct TetGenLoader;
 
 /// Loads Gmsh ASCII `.msh` files (versions 2.2 and 4.1, tetrahedra only).
 #[derive(Debug, Default, TypePath)]
-pub struct GmshLoader;
+pub(crate) struct GmshLoader;
 
 async fn read_text(reader: &mut dyn Reader, path: &str) -> Result<String, TetMeshLoadError> {
     let mut bytes = Vec::new();

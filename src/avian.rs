@@ -102,7 +102,14 @@ struct SoftLayers(CollisionLayers);
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MirroredCollider {
     /// The collider entity.
-    pub collider: Entity,
+    pub(crate) collider: Entity,
+}
+
+impl MirroredCollider {
+    /// The collider entity this was made for.
+    pub fn collider(&self) -> Entity {
+        self.collider
+    }
 }
 
 /// The avian plugin's systems in the deformable plugin's schedule, for ordering a game's own

@@ -4,10 +4,10 @@
 //! | --- | --- |
 //! | [`DeformableBody`] | a tet mesh that becomes a soft body; brings [`SoftMaterial`] and [`Transform`] |
 //! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, strain damping, friction, restitution; editable at run time |
-//! | [`CollisionProxy`] | which points of the body collide (surface vertices by default) |
+//! | [`CollisionProxy`] | extra points embedded in the tets that collide with obstacles (none by default; every vertex always does) |
 //! | [`Obstacle`] | a static or moving collider following the entity's `GlobalTransform` |
 //! | [`InitialVelocity`] | the velocity a body starts with |
-//! | [`Pin`] | vertices held in place where they are when the body is created |
+//! | [`Pin`] | vertices held in place where they are when the body is created, by index or [`VertexSelection`] |
 //! | [`Attachment`] | vertices tied by zero-rest-length springs to another entity's transform |
 //! | [`DeformableState`] | read-only: the body's state in the simulation (owned by the plugin) |
 
@@ -20,7 +20,9 @@ use bevy::prelude::{Component, Reflect, ReflectComponent, ReflectDefault, Transf
 use serde::{Deserialize, Serialize};
 
 use crate::assets::TetMeshAsset;
+use crate::selection::VertexSelection;
 use crate::sim;
+pub use crate::sim::CombineRule;
 use crate::status::{BodyError, BodyStatus};
 
 /// Where a body's tet mesh comes from.
@@ -112,7 +114,7 @@ pub struct SoftMaterial {
     /// (against obstacles and other bodies). Default: 0.8.
     pub friction: f32,
     /// Restitution coefficient in [0, 1]: the share of an impact's approach speed given back
-    /// (above [`crate::DeformableConfig::restitution_threshold`]); the body's own elastic rebound
+    /// (above [`crate::plugin::ContactSettings::restitution_threshold`]); the body's own elastic rebound
     /// comes on top. Default: 0.
     pub restitution: f32,
     /// How friction combines with the other side's. Default: average.
@@ -157,48 +159,11 @@ impl StrainLimits {
     }
 
     /// The core's limits.
-    pub const fn to_sim(self) -> sim::StrainLimits {
+    pub(crate) const fn to_sim(self) -> sim::StrainLimits {
         sim::StrainLimits {
             min_stretch: self.min_stretch as f64,
             max_stretch: self.max_stretch as f64,
             stiffness_scale: self.stiffness_scale as f64,
-        }
-    }
-}
-
-/// How the friction or restitution of two touching surfaces combine, as in Rapier and PhysX: of
-/// the two sides' rules the one with the higher priority (`Max` > `Multiply` > `Min` >
-/// `Average`) decides.
-#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum CombineRule {
-    /// `(a + b) / 2`. Default.
-    #[default]
-    Average,
-    /// `min(a, b)`.
-    Min,
-    /// `a * b`.
-    Multiply,
-    /// `max(a, b)`.
-    Max,
-}
-
-impl CombineRule {
-    const fn from_sim(r: sim::CombineRule) -> Self {
-        match r {
-            sim::CombineRule::Average => Self::Average,
-            sim::CombineRule::Min => Self::Min,
-            sim::CombineRule::Multiply => Self::Multiply,
-            sim::CombineRule::Max => Self::Max,
-        }
-    }
-
-    /// The core's rule.
-    pub const fn to_sim(self) -> sim::CombineRule {
-        match self {
-            Self::Average => sim::CombineRule::Average,
-            Self::Min => sim::CombineRule::Min,
-            Self::Multiply => sim::CombineRule::Multiply,
-            Self::Max => sim::CombineRule::Max,
         }
     }
 }
@@ -219,8 +184,8 @@ impl SoftMaterial {
             strain_damping: m.strain_damping as f32,
             friction: m.friction as f32,
             restitution: m.restitution as f32,
-            friction_combine: CombineRule::from_sim(m.friction_combine),
-            restitution_combine: CombineRule::from_sim(m.restitution_combine),
+            friction_combine: m.friction_combine,
+            restitution_combine: m.restitution_combine,
             strain_limits: match m.strain_limits {
                 Some(l) => Some(StrainLimits::from_sim(l)),
                 None => None,
@@ -238,7 +203,7 @@ impl SoftMaterial {
     pub const STIFF_FOAM: Self = Self::from_sim(sim::SoftMaterial::STIFF_FOAM);
 
     /// The core's material.
-    pub fn to_sim(&self) -> sim::SoftMaterial {
+    pub(crate) fn to_sim(self) -> sim::SoftMaterial {
         sim::SoftMaterial {
             youngs_modulus: self.youngs_modulus as f64,
             poisson_ratio: self.poisson_ratio as f64,
@@ -247,8 +212,8 @@ impl SoftMaterial {
             strain_damping: self.strain_damping as f64,
             friction: self.friction as f64,
             restitution: self.restitution as f64,
-            friction_combine: self.friction_combine.to_sim(),
-            restitution_combine: self.restitution_combine.to_sim(),
+            friction_combine: self.friction_combine,
+            restitution_combine: self.restitution_combine,
             strain_limits: self.strain_limits.map(StrainLimits::to_sim),
         }
     }
@@ -278,15 +243,23 @@ impl SoftMaterial {
     }
 }
 
-/// Which points of a body collide with obstacles.
+/// Extra points of a body that collide with obstacles, besides its vertices.
+///
+/// Every vertex of the tet mesh collides with obstacles (the interior ones too, so that a body
+/// crushed on impact cannot pass its inside through the floor), whatever this component says;
+/// contacts between soft bodies always use the surface vertices against the other body's
+/// surface triangles (and surface edges, see
+/// [`ContactSettings::edge_contacts`](crate::plugin::ContactSettings::edge_contacts)). What this
+/// component adds is points embedded in the tets that collide with obstacles too, so that an
+/// obstacle's corner or edge cannot poke into a coarse tet between its vertices.
 #[derive(Component, Reflect, Debug, Clone, Default)]
 #[reflect(Component, Default, Clone)]
 pub enum CollisionProxy {
-    /// The boundary vertices of the tet mesh. Default.
+    /// No extra points: the vertices alone collide with obstacles. Default.
     #[default]
     SurfaceVertices,
-    /// Points (m, in the body's rest frame, before its spawn `Transform`) embedded in the tets,
-    /// plus the surface vertices.
+    /// These points (m, in the body's rest frame, before its spawn `Transform`), embedded in
+    /// the tets, collide with obstacles as well as the vertices.
     SurfaceAndPoints(Vec<Vec3>),
 }
 
@@ -351,8 +324,10 @@ impl Obstacle {
         })
     }
 
-    /// A capsule along local Y.
-    pub fn capsule(half_height: f32, radius: f32) -> Self {
+    /// A capsule along local Y: a cylinder of `radius` (m) from `-half_height` to `half_height`
+    /// (m) with hemispherical caps (radius first, as Bevy's `Capsule3d::new` and
+    /// [`DeformableBody::capsule`]).
+    pub fn capsule(radius: f32, half_height: f32) -> Self {
         Self::new(sim::ObstacleShape::Capsule {
             half_height: half_height as f64,
             radius: radius as f64,
@@ -371,6 +346,11 @@ impl Obstacle {
         self
     }
 
+    /// Whether the obstacle is a half-space (a floor, a wall).
+    pub fn is_halfspace(&self) -> bool {
+        matches!(self.shape, sim::ObstacleShape::HalfSpace { .. })
+    }
+
     /// The core's obstacle for this component at a pose.
     pub(crate) fn to_sim(
         &self,
@@ -382,10 +362,7 @@ impl Obstacle {
             .with_rotation(rotation)
             .with_friction(self.friction as f64)
             .with_restitution(self.restitution as f64)
-            .with_combine_rules(
-                self.friction_combine.to_sim(),
-                self.restitution_combine.to_sim(),
-            ))
+            .with_combine_rules(self.friction_combine, self.restitution_combine))
     }
 }
 
@@ -395,17 +372,101 @@ impl Obstacle {
 #[reflect(Component, Default)]
 pub struct InitialVelocity(pub Vec3);
 
-/// Vertices of the body held exactly where they are when the body is created.
+/// Vertices of the body held exactly where they are when the body is created: the explicit
+/// indices in `vertices` and those the `select` list chooses by their rest position (see
+/// [`VertexSelection`]). Editing it at run time pins the vertices it gained, where they are
+/// then, and frees the ones it lost; removing it frees them all.
+///
+/// # Example
+/// ```
+/// use bevy::prelude::*;
+/// use bevy_deformable::prelude::*;
+/// fn spawn(mut commands: Commands) {
+///     // A 1.2 m bar hung by its top face (every vertex within 1 mm of its top, y = 0.6 m).
+///     commands.spawn((
+///         DeformableBody::cuboid(Vec3::new(0.12, 0.6, 0.12), 10).expect("valid size"),
+///         Pin::in_box(Vec3::new(-1.0, 0.599, -1.0), Vec3::splat(1.0)),
+///         Transform::from_xyz(0.0, 2.0, 0.0),
+///     ));
+/// }
+/// ```
+///
+/// # Errors
+/// A body whose pin names a vertex its mesh does not have
+/// ([`BodyError::VertexOutOfRange`]) or whose selection matches no vertex
+/// ([`BodyError::EmptySelection`]) is not created; its [`DeformableState::status`] says why.
 #[derive(Component, Reflect, Debug, Clone, Default)]
 #[reflect(Component, Default, Clone)]
 pub struct Pin {
-    /// Vertex indices of the body's tet mesh.
+    /// Vertex indices of the body's tet mesh. Default: none.
     pub vertices: Vec<u32>,
+    /// Selections of further vertices by their rest position, pinned besides `vertices`.
+    /// Default: none.
+    pub select: Vec<VertexSelection>,
+}
+
+impl Pin {
+    /// Pins these vertex indices of the body's tet mesh.
+    pub fn indices(vertices: impl Into<Vec<u32>>) -> Self {
+        Self {
+            vertices: vertices.into(),
+            select: Vec::new(),
+        }
+    }
+
+    /// Pins the vertices a selection chooses.
+    pub fn selection(selection: VertexSelection) -> Self {
+        Self {
+            vertices: Vec::new(),
+            select: vec![selection],
+        }
+    }
+
+    /// Pins every vertex inside the box from `min` to `max` (m, the body's local rest frame).
+    pub fn in_box(min: Vec3, max: Vec3) -> Self {
+        Self::selection(VertexSelection::in_box(min, max))
+    }
+
+    /// Pins every vertex inside the ball of `radius` (m) around `centre` (m, local rest frame).
+    pub fn in_sphere(centre: Vec3, radius: f32) -> Self {
+        Self::selection(VertexSelection::in_sphere(centre, radius))
+    }
+
+    /// Pins the `count` vertices nearest to `point` (m, local rest frame).
+    pub fn nearest(point: Vec3, count: usize) -> Self {
+        Self::selection(VertexSelection::nearest(point, count))
+    }
+
+    /// Builder: pins the vertices of another selection as well.
+    pub fn and(mut self, selection: VertexSelection) -> Self {
+        self.select.push(selection);
+        self
+    }
 }
 
 /// Vertices tied to another entity by zero-rest-length springs: each vertex keeps the offset
 /// it had from `target` when the body was created and follows the target's `GlobalTransform`
-/// (a hand, a bone, a moving platform).
+/// (a hand, a bone, a moving platform). The vertices are the explicit indices in `vertices`
+/// and those the `select` list chooses (see [`VertexSelection`]), resolved when the body is
+/// created; later edits of the vertices have no effect.
+///
+/// # Example
+/// ```
+/// use bevy::prelude::*;
+/// use bevy_deformable::prelude::*;
+/// fn spawn(mut commands: Commands) {
+///     let hook = commands.spawn(Transform::from_xyz(0.0, 2.6, 0.0)).id();
+///     // A jelly block hung from the hook by the 9 vertices nearest the middle of its top.
+///     commands.spawn((
+///         DeformableBody::cuboid(Vec3::new(0.25, 0.3, 0.25), 7).expect("valid size"),
+///         Attachment::new(hook, VertexSelection::nearest(Vec3::new(0.0, 0.3, 0.0), 9), 2.0e3),
+///         Transform::from_xyz(0.0, 2.3, 0.0),
+///     ));
+/// }
+/// ```
+///
+/// # Errors
+/// As [`Pin`]'s.
 #[derive(Component, Reflect, Debug, Clone)]
 #[reflect(Component, Clone)]
 pub struct Attachment {
@@ -413,8 +474,33 @@ pub struct Attachment {
     pub target: Entity,
     /// Vertex indices of the body's tet mesh.
     pub vertices: Vec<u32>,
+    /// Selections of further vertices by their rest position, attached besides `vertices`.
+    pub select: Vec<VertexSelection>,
     /// Spring stiffness (N/m) per vertex.
     pub stiffness: f32,
+}
+
+impl Attachment {
+    /// Ties the vertices `selection` chooses to `target` by springs of `stiffness` (N/m) each.
+    pub fn new(target: Entity, selection: VertexSelection, stiffness: f32) -> Self {
+        Self {
+            target,
+            vertices: Vec::new(),
+            select: vec![selection],
+            stiffness,
+        }
+    }
+
+    /// Ties these vertex indices of the body's tet mesh to `target` by springs of `stiffness`
+    /// (N/m) each.
+    pub fn indices(target: Entity, vertices: impl Into<Vec<u32>>, stiffness: f32) -> Self {
+        Self {
+            target,
+            vertices: vertices.into(),
+            select: Vec::new(),
+            stiffness,
+        }
+    }
 }
 
 /// Marks a body entity the plugin has created in the simulation, with its handle there (use it
@@ -439,6 +525,10 @@ pub struct DeformableState {
     /// Why the body could not be created, if it could not.
     pub(crate) rejected: Option<BodyError>,
     pub(crate) vertex_count: usize,
+    /// The body's mesh before the spawn scale: what pin selections are resolved against.
+    pub(crate) rest_mesh: Option<Arc<sim::TetMesh>>,
+    /// The attached vertices, resolved at creation, and their offsets from the target.
+    pub(crate) attached: Vec<u32>,
     pub(crate) attachment_offsets: Vec<Vec3>,
     pub(crate) render_points: Vec<sim::EmbeddedPoint>,
     /// The render points (m, world) after the second-to-last and the last fixed step.

@@ -1,8 +1,10 @@
 //! # bevy_deformable
 //!
-//! Volumetric soft bodies for Bevy: tetrahedral meshes simulated with Projective Dynamics,
-//! contact with obstacles and between bodies solved as quadratic programs by MPRGP, and
-//! restitution and Coulomb friction from region-separated contact LCPs.
+//! Volumetric soft bodies for Bevy: tetrahedral meshes simulated with Projective Dynamics (or
+//! Newton's method), contact with obstacles and between bodies solved as quadratic programs by
+//! MPRGP in the position solve, Coulomb friction from velocity-level contact LCPs solved region
+//! by region, and restitution applied after the position solve as a rebound force through each
+//! body's prefactored matrix (so the rebound spreads through the body as the impact did).
 //!
 //! - [`sim`]: the simulation core, plain Rust (no Bevy types), usable and tested on its own.
 //! - [`DeformablePlugin`] and the [`components`]: the Bevy integration, a thin layer that copies
@@ -13,7 +15,7 @@
 //!   a mouse grab tool. Its non-UI parts ([`grab`], [`history`], [`tuning`]) are always built,
 //!   so a game can drive them from its own input, and tests drive them headless.
 //!
-//! See `README.md` for the algorithms and their trade-offs.
+//! See `docs/ARCHITECTURE.md` for the algorithms, the order of a step and their trade-offs.
 
 #![warn(missing_docs)]
 // `!(x > 0.0)` is deliberate throughout: it is also true for NaN, which must be rejected too.
@@ -24,7 +26,7 @@ pub mod assets;
 pub mod avian;
 pub mod body_shapes;
 pub mod components;
-pub mod convert;
+pub(crate) mod convert;
 pub mod diagnostics;
 pub mod embedding;
 pub mod grab;
@@ -33,8 +35,10 @@ pub mod history;
 pub mod inspector;
 pub mod messages;
 pub mod plugin;
+mod reflect_core;
 mod render;
 pub mod rigid_coupling;
+pub mod selection;
 pub mod sim;
 pub mod skin;
 pub mod status;
@@ -42,7 +46,10 @@ pub mod tuning;
 
 pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld};
 
-/// The types a game needs.
+/// The types a game needs: the plugins, the components and their constructors' types (vertex
+/// selections, material presets), the settings and their groups, the messages, the typed errors
+/// and statuses, and the core's mesh types a body is built from. Everything else (the
+/// inspector's grab and history internals, the core's solvers) is reached by its module path.
 pub mod prelude {
     pub use crate::assets::TetMeshAsset;
     #[cfg(feature = "avian")]
@@ -54,19 +61,19 @@ pub mod prelude {
     };
     pub use crate::diagnostics::DeformableDiagnostics;
     pub use crate::embedding::{enclosing_body, mesh_from_surface, surface_from_mesh};
-    pub use crate::grab::{BodyHit, GrabTool, Held};
-    pub use crate::history::{StepHistory, StepSample};
+    pub use crate::grab::GrabTool;
     #[cfg(feature = "inspector")]
     pub use crate::inspector::{DeformableInspectorPlugin, InspectorState};
     pub use crate::messages::{
         BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene,
     };
     pub use crate::plugin::{
-        DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld, ElasticModel,
-        FrictionModel, SolverChoice,
+        ContactSettings, DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld,
+        ElasticModel, FrictionModel, RestSettings, SolverChoice, SolverSettings,
     };
     pub use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
-    pub use crate::sim::{FreezeReason, TetMesh, TriangleSurface};
+    pub use crate::selection::VertexSelection;
+    pub use crate::sim::{FreezeReason, MeshError, TetMesh, TriangleSurface};
     pub use crate::skin::{SkinFlesh, SkinRegion, SoftSkin, SoftSkinError, SoftSkinStatus};
     pub use crate::status::{BodyError, BodyStatus};
     pub use crate::tuning::{

@@ -17,8 +17,9 @@ pub struct BodyFrozen {
     pub reason: FreezeReason,
 }
 
-/// A body fell asleep: at rest (with the bodies it touches) for [`crate::DeformableConfig::sleep_delay`],
-/// it is skipped by the step until something wakes it.
+/// A body fell asleep: at rest (with the bodies it touches) for
+/// [`crate::plugin::RestSettings::sleep_delay`], it is skipped by the step until something
+/// wakes it.
 ///
 /// # Scheduling
 /// Written in [`crate::DeformableSystems::Step`] (`FixedUpdate`), the step it fell asleep in.

@@ -3,6 +3,7 @@
 
 use thiserror::Error;
 
+use crate::selection::VertexSelection;
 use crate::sim::{FreezeReason, MeshError, WorldError};
 
 /// Why the plugin could not create a body from its components.
@@ -25,6 +26,14 @@ pub enum BodyError {
         vertex: u32,
         /// The mesh's vertex count.
         count: usize,
+    },
+    /// A `Pin` or `Attachment` selection matches no vertex of the mesh.
+    #[error("the {role} selection {selection:?} matches no vertex")]
+    EmptySelection {
+        /// `"pinned"` or `"attached"`.
+        role: &'static str,
+        /// The selection.
+        selection: VertexSelection,
     },
 }
 

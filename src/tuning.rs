@@ -21,6 +21,7 @@ use thiserror::Error;
 use crate::DeformableConfig;
 use crate::components::SoftMaterial;
 use crate::grab::GrabTool;
+use crate::plugin::FLAT_FIELDS;
 
 /// A named material preset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +113,18 @@ pub enum TuningError {
         /// What the parser said.
         message: String,
     },
+    /// The file's settings have the flat shape of earlier versions (`config: (substeps: 1,
+    /// pd_iterations: 10, ..)`), not the grouped one (`config: (solver: (substeps: 1, ..),
+    /// contact: (..), rest: (..))`); nothing is loaded. Move each setting to its group.
+    #[error("{path}: the settings have the old flat shape: `{field}` is now `config.{now}`")]
+    FlatConfig {
+        /// The file (empty when parsing a string).
+        path: PathBuf,
+        /// The first setting found in the old place.
+        field: String,
+        /// Where it is now, under `config`.
+        now: &'static str,
+    },
     /// A value is out of range (non-finite time step, negative time scale, ...).
     #[error("invalid {0}")]
     Invalid(&'static str),
@@ -124,14 +137,18 @@ impl SceneTuning {
             .expect("SceneTuning has only serializable fields")
     }
 
-    /// Parses RON text (fields missing from the text keep their defaults).
+    /// Parses RON text (fields missing from the text keep their defaults; unknown settings are
+    /// refused).
     ///
     /// # Errors
-    /// [`TuningError::Parse`] or [`TuningError::Invalid`].
+    /// [`TuningError::Parse`], [`TuningError::FlatConfig`] (a file of the flat settings of
+    /// earlier versions) or [`TuningError::Invalid`].
     pub fn from_ron(text: &str) -> Result<Self, TuningError> {
-        let tuning: Self = ron::from_str(text).map_err(|e| TuningError::Parse {
-            path: PathBuf::new(),
-            message: e.to_string(),
+        let tuning: Self = ron::from_str(text).map_err(|e| {
+            flat_config_field(&e.code).unwrap_or_else(|| TuningError::Parse {
+                path: PathBuf::new(),
+                message: e.to_string(),
+            })
         })?;
         tuning.validate()?;
         Ok(tuning)
@@ -156,7 +173,7 @@ impl SceneTuning {
     ///
     /// # Errors
     /// [`TuningError::Io`] (a missing file included), [`TuningError::Parse`],
-    /// [`TuningError::Invalid`].
+    /// [`TuningError::FlatConfig`], [`TuningError::Invalid`].
     pub fn load(path: &Path) -> Result<Self, TuningError> {
         let text = std::fs::read_to_string(path).map_err(|source| TuningError::Io {
             path: path.to_owned(),
@@ -166,6 +183,11 @@ impl SceneTuning {
             TuningError::Parse { message, .. } => TuningError::Parse {
                 path: path.to_owned(),
                 message,
+            },
+            TuningError::FlatConfig { field, now, .. } => TuningError::FlatConfig {
+                path: path.to_owned(),
+                field,
+                now,
             },
             e => e,
         })
@@ -236,6 +258,23 @@ impl SceneTuning {
         }
         applied
     }
+}
+
+/// The typed error for a RON error that is a setting of the flat `DeformableConfig` of earlier
+/// versions met where the grouped one has no such field.
+fn flat_config_field(error: &ron::Error) -> Option<TuningError> {
+    let ron::Error::NoSuchStructField { found, outer, .. } = error else {
+        return None;
+    };
+    if outer.as_deref().is_some_and(|o| o != "DeformableConfig") {
+        return None;
+    }
+    let &(_, now) = FLAT_FIELDS.iter().find(|(old, _)| *old == found.as_str())?;
+    Some(TuningError::FlatConfig {
+        path: PathBuf::new(),
+        field: found.clone(),
+        now,
+    })
 }
 
 /// Where a scene's tuning is saved, and what happened last.
@@ -361,13 +400,13 @@ mod tests {
     fn tuned() -> SceneTuning {
         let mut t = SceneTuning::default();
         t.config.gravity = bevy::math::Vec3::new(0.1, -9.7, 1.0 / 3.0);
-        t.config.pd_iterations = 17;
-        t.config.mprgp_tolerance = 3.3e-7;
-        t.config.friction_model = FrictionModel::Pyramid;
-        t.config.solver = SolverChoice::NewtonMprgp;
-        t.config.fem_model = ElasticModel::StableNeoHookean;
-        t.config.newton_iterations = 3;
-        t.config.separate_regions = false;
+        t.config.solver.pd_iterations = 17;
+        t.config.contact.mprgp_tolerance = 3.3e-7;
+        t.config.contact.friction_model = FrictionModel::Pyramid;
+        t.config.solver.method = SolverChoice::NewtonMprgp;
+        t.config.solver.fem_model = ElasticModel::StableNeoHookean;
+        t.config.solver.newton_iterations = 3;
+        t.config.contact.separate_regions = false;
         t.fixed_timestep = 1.0 / 97.0;
         t.time_scale = 0.37;
         t.grab_stiffness = 1234.5;
@@ -414,6 +453,37 @@ mod tests {
             SceneTuning::load(Path::new("/nonexistent/dir/scene.ron")),
             Err(TuningError::Io { .. })
         ));
+    }
+
+    /// A file of the flat settings of earlier versions is refused with where the first old
+    /// setting went; the grouped shape loads, and a setting in its group is read.
+    #[test]
+    fn a_flat_config_file_is_a_typed_error() {
+        let flat = "(config: (gravity: (0.0, -9.81, 0.0), substeps: 2, pd_iterations: 5))";
+        match SceneTuning::from_ron(flat) {
+            Err(TuningError::FlatConfig { field, now, .. }) => {
+                assert_eq!(field, "substeps");
+                assert_eq!(now, "solver.substeps");
+            }
+            other => panic!("expected FlatConfig, got {other:?}"),
+        }
+        let flat = "(config: (contact_margin: 0.02))";
+        assert!(matches!(
+            SceneTuning::from_ron(flat),
+            Err(TuningError::FlatConfig {
+                now: "contact.margin",
+                ..
+            })
+        ));
+        let grouped = SceneTuning::from_ron("(config: (solver: (substeps: 2)))").unwrap();
+        assert_eq!(grouped.config.solver.substeps, 2);
+        assert_eq!(grouped.config.contact, DeformableConfig::default().contact);
+        // Every old name maps to a field path of the grouped shape.
+        let fields = SceneTuning::default().to_ron();
+        for (old, now) in FLAT_FIELDS {
+            let leaf = now.rsplit('.').next().unwrap();
+            assert!(fields.contains(&format!("{leaf}:")), "{old} -> {now}");
+        }
     }
 
     #[test]

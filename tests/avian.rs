@@ -3,12 +3,10 @@
 //! `PhysicsPlugins` in `FixedPostUpdate` after the soft step in `FixedUpdate`.
 #![cfg(feature = "avian")]
 
+mod common;
+
 use avian3d::prelude::*;
-use bevy::asset::AssetPlugin;
-use bevy::mesh::MeshPlugin;
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
-use bevy::transform::TransformPlugin;
 use bevy_deformable::prelude::*;
 use bevy_deformable::sim;
 
@@ -18,18 +16,15 @@ fn app() -> App {
 
 /// A headless app with both engines' plugins, `configure` run on it before the first update.
 fn headless_app(configure: impl FnOnce(&mut App)) -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        AssetPlugin::default(),
-        MeshPlugin,
-        TransformPlugin,
-        PhysicsPlugins::default(),
-        DeformablePlugin::default(),
-        DeformableAvianPlugin::default(),
-    ));
+    let mut app = common::app::headless_app(
+        None,
+        (
+            PhysicsPlugins::default(),
+            DeformablePlugin::default(),
+            DeformableAvianPlugin::default(),
+        ),
+    );
     configure(&mut app);
-    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
     // What `App::run` does before the first update: avian registers resources in `finish`.
     app.finish();
     app.cleanup();

@@ -3,31 +3,22 @@
 //! the engine's skinning of the written mesh computed on the CPU (linear-blend skinning with the
 //! joints' propagated `GlobalTransform`s, as Bevy's vertex shader does).
 
+mod common;
 #[path = "../examples/common/creature.rs"]
 mod creature;
 
-use bevy::asset::AssetPlugin;
 use bevy::ecs::hierarchy::ChildOf;
 use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
-use bevy::mesh::{Mesh, Mesh3d, MeshPlugin, VertexAttributeValues};
+use bevy::mesh::{Mesh, Mesh3d, VertexAttributeValues};
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
-use bevy::transform::TransformPlugin;
 use bevy_deformable::prelude::*;
 
 /// The fixed step of these apps (s): Bevy's default 64 Hz.
 const STEP: f32 = 1.0 / 64.0;
 
 fn app(gravity: Vec3) -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        AssetPlugin::default(),
-        MeshPlugin,
-        TransformPlugin,
-        DeformablePlugin::default().with_gravity(gravity),
-    ));
-    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
+    let mut app =
+        common::app::headless_app(None, DeformablePlugin::default().with_gravity(gravity));
     // Drawn at the last step, not blended with the one before.
     app.world_mut()
         .resource_mut::<DeformableConfig>()

@@ -5,27 +5,18 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bevy::asset::AssetPlugin;
-use bevy::mesh::MeshPlugin;
+mod common;
+
 use bevy::prelude::*;
-use bevy::time::TimeUpdateStrategy;
-use bevy::transform::TransformPlugin;
 use bevy_deformable::prelude::*;
 use bevy_deformable::sim;
+use common::app::positions;
 
 fn app(tuning: Option<PathBuf>) -> App {
-    let mut app = App::new();
-    app.add_plugins((
-        MinimalPlugins,
-        AssetPlugin::default(),
-        MeshPlugin,
-        TransformPlugin,
-        DeformablePlugin::default(),
-    ));
+    let mut app = common::app::headless_app(None, DeformablePlugin::default());
     if let Some(path) = tuning {
         app.add_plugins(TuningPlugin { path });
     }
-    app.insert_resource(TimeUpdateStrategy::FixedTimesteps(1));
     app
 }
 
@@ -38,14 +29,6 @@ fn spawn_cube(app: &mut App, name: &str, at: Vec3) -> Entity {
             Transform::from_translation(at),
         ))
         .id()
-}
-
-fn positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
-    app.world()
-        .resource::<DeformableWorld>()
-        .positions(e)
-        .expect("body is simulated")
-        .to_vec()
 }
 
 fn steps(app: &mut App, n: usize) {
@@ -126,9 +109,9 @@ fn tuning_saves_to_ron_and_loads_back_exactly() {
     *app.world_mut().get_mut::<SoftMaterial>(body).unwrap() = tuned;
     {
         let mut c = app.world_mut().resource_mut::<DeformableConfig>();
-        c.pd_iterations = 13;
+        c.solver.pd_iterations = 13;
         c.gravity = Vec3::new(0.5, -3.0, 0.25);
-        c.friction_model = FrictionModel::Pyramid;
+        c.contact.friction_model = FrictionModel::Pyramid;
     }
     app.world_mut()
         .resource_mut::<Time<Fixed>>()
@@ -259,7 +242,7 @@ fn reset_restores_the_start_and_run_time_pins_hold() {
     let held = positions(&app, body)[0];
     app.world_mut()
         .entity_mut(body)
-        .insert(Pin { vertices: vec![0] });
+        .insert(Pin::indices(vec![0]));
     steps(&mut app, 10);
     assert!((positions(&app, body)[0] - held).norm() < 1e-12);
     // Unpinned again, it falls.

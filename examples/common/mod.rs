@@ -182,13 +182,15 @@ fn spawn_stage(
     ));
 }
 
-/// Indices of the vertices within 1 mm of the top of a mesh (to pin or attach a body by its top).
+/// The vertices within 1 mm of the top face of a box body with `half_extents` (m), to pin or
+/// attach it by its top.
 #[allow(dead_code)] // Used by the examples that hang bodies, not by every example.
-pub fn top_vertices(mesh: &TetMesh) -> Vec<u32> {
-    let top = mesh.rest_bounds().1.y;
-    (0..mesh.vertex_count() as u32)
-        .filter(|&v| mesh.rest_positions()[v as usize].y > top - 1e-3)
-        .collect()
+pub fn top_face(half_extents: Vec3) -> VertexSelection {
+    let margin = Vec3::splat(1e-3);
+    VertexSelection::in_box(
+        Vec3::new(-half_extents.x, half_extents.y, -half_extents.z) - margin,
+        half_extents + margin,
+    )
 }
 
 /// A PBR material for a soft body of this colour.

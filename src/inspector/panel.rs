@@ -18,7 +18,10 @@ use crate::diagnostics::DeformableDiagnostics;
 use crate::grab::GrabTool;
 use crate::history::StepHistory;
 use crate::messages::ResetScene;
-use crate::plugin::{DeformableConfig, DeformableWorld, ElasticModel, FrictionModel, SolverChoice};
+use crate::plugin::{
+    ContactSettings, DeformableConfig, DeformableWorld, ElasticModel, FrictionModel, RestSettings,
+    SolverChoice, SolverSettings,
+};
 use crate::rigid_coupling::RigidBodyImpulse;
 use crate::sim::MAX_ANDERSON_WINDOW;
 use crate::skin::SkinFlesh;
@@ -247,7 +250,12 @@ fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
                     t.as_secs_f64() * 1e3
                 ));
             }
-            pins(ui, pin);
+            let pinned = p
+                .world
+                .body(entity)
+                .and_then(|h| p.world.world().pinned(h).ok())
+                .map_or(0, |flags| flags.iter().filter(|&&f| f).count());
+            pins(ui, pin, pinned);
             if let Some(flesh) = flesh {
                 flesh_springs(ui, flesh);
             }
@@ -326,20 +334,23 @@ fn combine_rule(ui: &mut egui::Ui, label: &str, rule: &mut CombineRule) {
         });
 }
 
-fn pins(ui: &mut egui::Ui, pin: Option<Mut<Pin>>) {
-    let count = pin.as_ref().map_or(0, |p| p.vertices.len());
+/// How many vertices the simulation holds pinned, and a button that clears the body's `Pin`
+/// (indices and selections), which frees them.
+fn pins(ui: &mut egui::Ui, pin: Option<Mut<Pin>>, pinned: usize) {
     ui.horizontal(|ui| {
-        ui.label(format!("{count} pinned vertices"));
+        ui.label(format!("{pinned} pinned vertices"));
         if let Some(mut pin) = pin
-            && count > 0
+            && (!pin.vertices.is_empty() || !pin.select.is_empty())
             && ui.button("Unpin all").clicked()
         {
             pin.vertices.clear();
+            pin.select.clear();
         }
     });
 }
 
-/// Global settings: gravity, fixed step, solver, iterations, tolerances, contact options.
+/// Global settings: gravity, fixed step, freeze guard and drawing, then one section per group
+/// of [`DeformableConfig`] (solver, contacts, rest), and the grab stiffness.
 fn settings(ui: &mut egui::Ui, p: &mut Panel) {
     egui::CollapsingHeader::new("Simulation settings").show(ui, |ui| {
         let mut c = p.config.clone();
@@ -359,110 +370,15 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
         if (new_hz - hz).abs() > 1e-9 {
             p.fixed.set_timestep_hz(new_hz);
         }
-        ui.add(egui::Slider::new(&mut c.substeps, 1..=8).text("substeps"));
-        egui::ComboBox::from_label("solver")
-            .selected_text(match c.solver {
-                SolverChoice::ProjectiveDynamics => "Projective Dynamics",
-                SolverChoice::NewtonMprgp => "Newton-MPRGP",
-            })
-            .show_ui(ui, |ui| {
-                ui.selectable_value(
-                    &mut c.solver,
-                    SolverChoice::ProjectiveDynamics,
-                    "Projective Dynamics",
-                );
-                ui.selectable_value(&mut c.solver, SolverChoice::NewtonMprgp, "Newton-MPRGP");
-            });
-        let newton = c.solver == SolverChoice::NewtonMprgp;
-        ui.add_enabled_ui(newton, |ui| {
-            egui::ComboBox::from_label("elastic model (Newton)")
-                .selected_text(format!("{:?}", c.fem_model))
-                .show_ui(ui, |ui| {
-                    ui.selectable_value(
-                        &mut c.fem_model,
-                        ElasticModel::FixedCorotated,
-                        "FixedCorotated",
-                    );
-                    ui.selectable_value(
-                        &mut c.fem_model,
-                        ElasticModel::StableNeoHookean,
-                        "StableNeoHookean",
-                    );
-                });
-            ui.add(
-                egui::Slider::new(&mut c.newton_iterations, 1..=20)
-                    .text("Newton iterations (most)"),
-            );
-        });
-        ui.add_enabled(
-            !newton,
-            egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations (most)"),
-        );
-        ui.add(
-            egui::Slider::new(&mut c.pd_tolerance, 0.0..=1e-1)
-                .logarithmic(true)
-                .smallest_positive(1e-6)
-                .text("PD tolerance (0: all iterations)"),
-        );
-        ui.add(
-            egui::Slider::new(&mut c.anderson_window, 0..=MAX_ANDERSON_WINDOW as u32)
-                .text("Anderson window (0: off)"),
-        );
-        ui.add_enabled(
-            c.anderson_window == 0,
-            egui::Slider::new(&mut c.chebyshev_rho, 0.0..=0.95).text("Chebyshev rho (0: off)"),
-        );
-        egui::ComboBox::from_label("friction model")
-            .selected_text(format!("{:?}", c.friction_model))
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut c.friction_model, FrictionModel::Cone, "Cone");
-                ui.selectable_value(&mut c.friction_model, FrictionModel::Pyramid, "Pyramid");
-            });
-        ui.checkbox(
-            &mut c.contact_subspace,
-            "contact QP in the contact subspace",
-        );
-        ui.checkbox(&mut c.separate_regions, "LCP by contact region");
-        ui.checkbox(&mut c.soft_contacts, "soft-soft contacts");
-        ui.checkbox(&mut c.self_collision, "self-collision");
-        ui.checkbox(&mut c.edge_contacts, "edge-edge contacts");
         ui.checkbox(&mut c.interpolate, "interpolate drawing");
-        ui.add(
-            egui::Slider::new(&mut c.mprgp_tolerance, 1e-9..=1e-2)
-                .logarithmic(true)
-                .text("MPRGP tolerance"),
-        );
-        ui.add(
-            egui::Slider::new(&mut c.mprgp_max_iterations, 10..=5000)
-                .logarithmic(true)
-                .text("MPRGP max iterations"),
-        );
-        ui.add(
-            egui::Slider::new(&mut c.lcp_max_sweeps, 10..=2000)
-                .logarithmic(true)
-                .text("LCP max sweeps"),
-        );
-        ui.add(egui::Slider::new(&mut c.contact_margin, 0.0..=0.05).text("contact margin (m)"));
-        ui.add(
-            egui::Slider::new(&mut c.restitution_threshold, 0.0..=5.0)
-                .text("restitution threshold (m/s)"),
-        );
-        ui.add(
-            egui::Slider::new(&mut c.max_depenetration_speed, 0.0..=20.0)
-                .text("max push-out speed (m/s)"),
-        );
         ui.add(
             egui::Slider::new(&mut c.max_speed, 1.0..=1000.0)
                 .logarithmic(true)
                 .text("freeze above (m/s)"),
         );
-        ui.add(egui::Slider::new(&mut c.settling_speed, 0.0..=0.2).text("settle below (m/s)"));
-        ui.add(egui::Slider::new(&mut c.settling_delay, 0.0..=2.0).text("settle after (s)"));
-        ui.add(
-            egui::Slider::new(&mut c.settling_damping, 0.0..=50.0).text("settling damping (1/s)"),
-        );
-        ui.add(egui::Slider::new(&mut c.sleep_speed, 0.0..=0.2).text("sleep below (m/s)"));
-        ui.add(egui::Slider::new(&mut c.sleep_delay, 0.0..=3.0).text("sleep after (s)"));
+        egui::CollapsingHeader::new("Solver").show(ui, |ui| solver_settings(ui, &mut c.solver));
+        egui::CollapsingHeader::new("Contacts").show(ui, |ui| contact_settings(ui, &mut c.contact));
+        egui::CollapsingHeader::new("Rest").show(ui, |ui| rest_settings(ui, &mut c.rest));
         if c != *p.config {
             *p.config = c;
         }
@@ -476,6 +392,110 @@ fn settings(ui: &mut egui::Ui, p: &mut Panel) {
             p.grab.stiffness = stiffness;
         }
     });
+}
+
+/// [`SolverSettings`]: solver, elastic model, iterations, tolerance, accelerations.
+fn solver_settings(ui: &mut egui::Ui, c: &mut SolverSettings) {
+    ui.add(egui::Slider::new(&mut c.substeps, 1..=8).text("substeps"));
+    egui::ComboBox::from_label("solver")
+        .selected_text(match c.method {
+            SolverChoice::ProjectiveDynamics => "Projective Dynamics",
+            SolverChoice::NewtonMprgp => "Newton-MPRGP",
+        })
+        .show_ui(ui, |ui| {
+            ui.selectable_value(
+                &mut c.method,
+                SolverChoice::ProjectiveDynamics,
+                "Projective Dynamics",
+            );
+            ui.selectable_value(&mut c.method, SolverChoice::NewtonMprgp, "Newton-MPRGP");
+        });
+    let newton = c.method == SolverChoice::NewtonMprgp;
+    ui.add_enabled_ui(newton, |ui| {
+        egui::ComboBox::from_label("elastic model (Newton)")
+            .selected_text(format!("{:?}", c.fem_model))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(
+                    &mut c.fem_model,
+                    ElasticModel::FixedCorotated,
+                    "FixedCorotated",
+                );
+                ui.selectable_value(
+                    &mut c.fem_model,
+                    ElasticModel::StableNeoHookean,
+                    "StableNeoHookean",
+                );
+            });
+        ui.add(
+            egui::Slider::new(&mut c.newton_iterations, 1..=20).text("Newton iterations (most)"),
+        );
+    });
+    ui.add_enabled(
+        !newton,
+        egui::Slider::new(&mut c.pd_iterations, 1..=50).text("PD iterations (most)"),
+    );
+    ui.add(
+        egui::Slider::new(&mut c.pd_tolerance, 0.0..=1e-1)
+            .logarithmic(true)
+            .smallest_positive(1e-6)
+            .text("PD tolerance (0: all iterations)"),
+    );
+    ui.add(
+        egui::Slider::new(&mut c.anderson_window, 0..=MAX_ANDERSON_WINDOW as u32)
+            .text("Anderson window (0: off)"),
+    );
+    ui.add_enabled(
+        c.anderson_window == 0,
+        egui::Slider::new(&mut c.chebyshev_rho, 0.0..=0.95).text("Chebyshev rho (0: off)"),
+    );
+}
+
+/// [`ContactSettings`]: friction model, contact kinds, QP and LCP limits, margin, restitution.
+fn contact_settings(ui: &mut egui::Ui, c: &mut ContactSettings) {
+    egui::ComboBox::from_label("friction model")
+        .selected_text(format!("{:?}", c.friction_model))
+        .show_ui(ui, |ui| {
+            ui.selectable_value(&mut c.friction_model, FrictionModel::Cone, "Cone");
+            ui.selectable_value(&mut c.friction_model, FrictionModel::Pyramid, "Pyramid");
+        });
+    ui.checkbox(&mut c.subspace, "contact QP in the contact subspace");
+    ui.checkbox(&mut c.separate_regions, "LCP by contact region");
+    ui.checkbox(&mut c.soft_contacts, "soft-soft contacts");
+    ui.checkbox(&mut c.self_collision, "self-collision");
+    ui.checkbox(&mut c.edge_contacts, "edge-edge contacts");
+    ui.add(
+        egui::Slider::new(&mut c.mprgp_tolerance, 1e-9..=1e-2)
+            .logarithmic(true)
+            .text("MPRGP tolerance"),
+    );
+    ui.add(
+        egui::Slider::new(&mut c.mprgp_max_iterations, 10..=5000)
+            .logarithmic(true)
+            .text("MPRGP max iterations"),
+    );
+    ui.add(
+        egui::Slider::new(&mut c.lcp_max_sweeps, 10..=2000)
+            .logarithmic(true)
+            .text("LCP max sweeps"),
+    );
+    ui.add(egui::Slider::new(&mut c.margin, 0.0..=0.05).text("contact margin (m)"));
+    ui.add(
+        egui::Slider::new(&mut c.restitution_threshold, 0.0..=5.0)
+            .text("restitution threshold (m/s)"),
+    );
+    ui.add(
+        egui::Slider::new(&mut c.max_depenetration_speed, 0.0..=20.0)
+            .text("max push-out speed (m/s)"),
+    );
+}
+
+/// [`RestSettings`]: settling and sleeping.
+fn rest_settings(ui: &mut egui::Ui, c: &mut RestSettings) {
+    ui.add(egui::Slider::new(&mut c.settling_speed, 0.0..=0.2).text("settle below (m/s)"));
+    ui.add(egui::Slider::new(&mut c.settling_delay, 0.0..=2.0).text("settle after (s)"));
+    ui.add(egui::Slider::new(&mut c.settling_damping, 0.0..=50.0).text("settling damping (1/s)"));
+    ui.add(egui::Slider::new(&mut c.sleep_speed, 0.0..=0.2).text("sleep below (m/s)"));
+    ui.add(egui::Slider::new(&mut c.sleep_delay, 0.0..=3.0).text("sleep after (s)"));
 }
 
 /// Timings over the last seconds, iterations, and the counters of the last step.

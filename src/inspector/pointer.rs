@@ -65,9 +65,9 @@ pub(super) fn pick_and_grab(
                     None => pin.vertices.push(vertex),
                 },
                 Err(_) => {
-                    commands.entity(hit.entity).insert(Pin {
-                        vertices: vec![vertex],
-                    });
+                    commands
+                        .entity(hit.entity)
+                        .insert(Pin::indices(vec![vertex]));
                 }
             }
         } else {

@@ -17,6 +17,7 @@ use crate::components::{
 };
 use crate::convert::{quat_to_sim, to_bevy, to_sim};
 use crate::render;
+use crate::selection::resolve_vertices;
 use crate::sim::{self, BodyHandle};
 use crate::status::BodyError;
 
@@ -42,14 +43,28 @@ fn describe(
         }),
         None => Ok(()),
     };
-    let pins = pin.map(|p| p.vertices.clone()).unwrap_or_default();
-    in_range("pinned", &pins)?;
+    let pins = match pin {
+        Some(p) => {
+            in_range("pinned", &p.vertices)?;
+            resolve_vertices(&p.vertices, &p.select, &mesh).map_err(|selection| {
+                BodyError::EmptySelection {
+                    role: "pinned",
+                    selection,
+                }
+            })?
+        }
+        None => Vec::new(),
+    };
     let attachments = match attachment {
         Some(a) => {
             in_range("attached", &a.vertices)?;
-            a.vertices
-                .iter()
-                .map(|&v| (v, a.stiffness as f64))
+            resolve_vertices(&a.vertices, &a.select, &mesh)
+                .map_err(|selection| BodyError::EmptySelection {
+                    role: "attached",
+                    selection,
+                })?
+                .into_iter()
+                .map(|v| (v, a.stiffness as f64))
                 .collect()
         }
         None => Vec::new(),
@@ -84,6 +99,7 @@ fn create_body(
     initial_velocity: Option<&InitialVelocity>,
     state: &mut DeformableState,
 ) -> Result<(BodyHandle, Arc<sim::TetMesh>), BodyError> {
+    state.rest_mesh = Some(mesh.clone());
     let desc = describe(
         mesh,
         material,
@@ -98,12 +114,16 @@ fn create_body(
         e => BodyError::World(e),
     })?;
     let positions = world.world.positions(h)?;
-    if let Some((attachment, target)) = attachment {
+    if let Some((_, target)) = attachment {
         let inverse = target.affine().inverse();
+        state.attached.clear();
+        state
+            .attached
+            .extend(desc.attachments.iter().map(|&(v, _)| v));
         state.attachment_offsets.clear();
         state.attachment_offsets.extend(
-            attachment
-                .vertices
+            state
+                .attached
                 .iter()
                 .map(|&v| inverse.transform_point3(to_bevy(&positions[v as usize]))),
         );

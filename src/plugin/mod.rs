@@ -40,7 +40,11 @@ mod sync;
 mod world;
 mod writeback;
 
-pub use config::{DeformableConfig, ElasticModel, FrictionModel, SolverChoice};
+pub(crate) use config::FLAT_FIELDS;
+pub use config::{
+    ContactSettings, DeformableConfig, ElasticModel, FrictionModel, RestSettings, SolverChoice,
+    SolverSettings,
+};
 pub use world::DeformableWorld;
 
 use bevy::app::{
@@ -162,19 +166,19 @@ impl DeformablePlugin {
 
     /// Builder: PD iterations per substep.
     pub fn with_iterations(mut self, iterations: u32) -> Self {
-        self.config.pd_iterations = iterations;
+        self.config.solver.pd_iterations = iterations;
         self
     }
 
     /// Builder: substeps per fixed step.
     pub fn with_substeps(mut self, substeps: u32) -> Self {
-        self.config.substeps = substeps;
+        self.config.solver.substeps = substeps;
         self
     }
 
     /// Builder: contact margin (m).
     pub fn with_contact_margin(mut self, margin: f32) -> Self {
-        self.config.contact_margin = margin;
+        self.config.contact.margin = margin;
         self
     }
 }
@@ -206,6 +210,9 @@ impl Plugin for DeformablePlugin {
             .init_resource::<StepHistory>()
             .init_resource::<GrabTool>()
             .register_type::<DeformableConfig>()
+            .register_type::<SolverSettings>()
+            .register_type::<ContactSettings>()
+            .register_type::<RestSettings>()
             .register_type::<DeformableDiagnostics>()
             .register_type::<SoftMaterial>()
             .register_type::<InitialVelocity>()

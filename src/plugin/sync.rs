@@ -17,6 +17,7 @@ use crate::grab::GrabTool;
 use crate::history::StepHistory;
 use crate::messages::ResetScene;
 use crate::rigid_coupling::RigidBodyCoupling;
+use crate::selection::resolve_vertices;
 use crate::sim;
 
 use super::{DeformableConfig, DeformableWorld};
@@ -99,8 +100,20 @@ pub(super) fn sync_pins(
         let Ok(pinned) = world.world.pinned(h) else {
             continue;
         };
+        let vertices = match &state.rest_mesh {
+            Some(mesh) => match resolve_vertices(&pin.vertices, &pin.select, mesh) {
+                Ok(vertices) => vertices,
+                Err(selection) => {
+                    warn!(
+                        "deformable body {entity}: pin selection {selection:?} matches no vertex"
+                    );
+                    continue;
+                }
+            },
+            None => pin.vertices.clone(),
+        };
         let mut wanted = vec![false; pinned.len()];
-        for &v in &pin.vertices {
+        for &v in &vertices {
             match wanted.get_mut(v as usize) {
                 Some(w) => *w = true,
                 None => warn!("deformable body {entity}: pinned vertex {v} out of range"),
@@ -216,7 +229,7 @@ pub(super) fn sync_attachments(
             continue;
         };
         let affine: Affine3A = target.affine();
-        for (&v, offset) in attachment.vertices.iter().zip(&state.attachment_offsets) {
+        for (&v, offset) in state.attached.iter().zip(&state.attachment_offsets) {
             let p = to_sim(affine.transform_point3(*offset));
             let _ = world.world.set_attachment_target(h, v as usize, p);
         }

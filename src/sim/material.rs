@@ -84,7 +84,19 @@ pub struct SoftMaterial {
 /// How the friction or restitution coefficients of two touching surfaces are combined into the
 /// contact's, as in Rapier and PhysX: of the two sides' rules the one with the higher priority
 /// (`Max` > `Multiply` > `Min` > `Average`) decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub enum CombineRule {
     /// `(a + b) / 2`. Default.
     #[default]

@@ -1,10 +1,11 @@
-//! Helpers shared by the integration tests: surface crossings between bodies, the cantilever
-//! of the beam-theory checks ([`beam`]) and the block on a slope of the friction checks
-//! ([`slope`]).
+//! Helpers shared by the integration tests: the headless Bevy app of the plugin tests
+//! ([`app`]), surface crossings between bodies, the cantilever of the beam-theory checks
+//! ([`beam`]) and the block on a slope of the friction checks ([`slope`]).
 
 // Each test crate uses its own subset.
 #![allow(dead_code)]
 
+pub mod app;
 pub mod beam;
 pub mod slope;
 

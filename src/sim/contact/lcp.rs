@@ -65,7 +65,7 @@ use crate::sim::math::{Mat3, Vec3};
 pub const MAX_TERMS: usize = 8;
 
 /// How friction is bounded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum FrictionModel {
     /// The isotropic Coulomb cone `|lambda_t| <= mu lambda_n`. Default.
     #[default]

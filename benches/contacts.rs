@@ -20,7 +20,9 @@ use bevy_deformable::sim::contact::{
     BodyBvh, ContactLcp, LcpSettings, SoftSurface, detect_edge_contacts, detect_soft_contacts,
     fit_edge_bvh, fit_surface_bvh,
 };
-use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::{
+    MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -65,7 +67,7 @@ fn compare(problems: &mut [ContactLcp], settings: &LcpSettings) -> LcpComparison
 fn static_pile() -> Vec<ContactLcp> {
     let mut world = SoftWorld::new(WorldSettings::default());
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .expect("valid obstacle");
     let wall = 0.45;
     for (normal, offset) in [
@@ -75,7 +77,11 @@ fn static_pile() -> Vec<ContactLcp> {
         (-Vec3::z(), Vec3::new(0.0, 0.0, wall)),
     ] {
         world
-            .add_obstacle(Obstacle::halfspace(normal).unwrap().with_position(offset))
+            .add_obstacle(
+                ObstacleCollider::halfspace(normal)
+                    .unwrap()
+                    .with_position(offset),
+            )
             .expect("valid obstacle");
     }
     for i in 0..20 {
@@ -92,7 +98,7 @@ fn static_pile() -> Vec<ContactLcp> {
             -0.1 + 0.2 * ((i / 2) % 2) as f64,
         );
         world
-            .add_body(Arc::new(mesh), SoftMaterial::RUBBER, at)
+            .add_body(Arc::new(mesh), MaterialParams::RUBBER, at)
             .unwrap();
     }
     let mut problems = Vec::new();
@@ -119,7 +125,7 @@ fn dynamic_skittles() -> Vec<ContactLcp> {
         for k in 0..=row {
             let at = Vec3::new(row_start, 0.0, (k as f64 - row as f64 / 2.0) * 0.105);
             world
-                .add_body(skittle.clone(), SoftMaterial::RUBBER, at)
+                .add_body(skittle.clone(), MaterialParams::RUBBER, at)
                 .unwrap();
         }
         row_start += 0.095;
@@ -129,7 +135,7 @@ fn dynamic_skittles() -> Vec<ContactLcp> {
         let b = world
             .add_body(
                 ball.clone(),
-                SoftMaterial::STIFF_FOAM.with_density(2000.0),
+                MaterialParams::STIFF_FOAM.with_density(2000.0),
                 Vec3::new(-0.5 - 0.2 * i as f64, 0.0, z),
             )
             .unwrap();

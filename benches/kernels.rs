@@ -19,7 +19,7 @@ use bevy_deformable::sim::polar::svd3;
 use bevy_deformable::sim::qp::SpdOperator;
 use bevy_deformable::sim::skin::{Affine, SkinDrive, SkinWeights, SkinnedWriteback, region_cage};
 use bevy_deformable::sim::sparse::SparseCholesky;
-use bevy_deformable::sim::{Mat3, SoftMaterial, TetMesh, Vec3};
+use bevy_deformable::sim::{Mat3, MaterialParams, TetMesh, Vec3};
 
 fn median_ns(mut f: impl FnMut(), repeats: usize) -> f64 {
     let mut t: Vec<f64> = (0..repeats)
@@ -38,7 +38,7 @@ fn rubber_system(mesh: &TetMesh) -> PdSystem {
     PdSystem::new(
         mesh,
         PdSetup {
-            material: &SoftMaterial::RUBBER,
+            material: &MaterialParams::RUBBER,
             dt: 1.0 / 60.0,
             pinned: &[],
             attach_stiffness: &[],

@@ -17,7 +17,7 @@ use bevy_deformable::sim::qp::mprgp::{CgChain, ExpansionSafeguard, MprgpSettings
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    Obstacle, Sleeping, SoftMaterial, SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
+    MaterialParams, ObstacleCollider, Sleeping, SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
 };
 
 #[path = "../tests/common/mod.rs"]
@@ -57,7 +57,7 @@ fn drop_cube_with(
         NewtonSetup {
             model,
             lame: Lame::of(
-                &SoftMaterial::RUBBER
+                &MaterialParams::RUBBER
                     .with_youngs_modulus(e)
                     .with_poisson_ratio(0.4),
             ),
@@ -176,7 +176,7 @@ fn world_drop(solver: Solver, e: f64) -> WorldResult {
             measure_residual: measure,
             ..WorldSettings::default()
         });
-        let material = SoftMaterial::RUBBER
+        let material = MaterialParams::RUBBER
             .with_youngs_modulus(e)
             .with_poisson_ratio(0.4)
             .with_friction(0.5);
@@ -184,7 +184,7 @@ fn world_drop(solver: Solver, e: f64) -> WorldResult {
             .add_body(mesh.clone(), material, Vec3::new(0.0, 0.52, 0.0))
             .expect("valid body");
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("unit normal"))
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"))
             .expect("valid obstacle");
         let mut reports = Vec::new();
         let mut deepest = 0.0f64;

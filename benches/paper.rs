@@ -41,7 +41,7 @@ use bevy_deformable::sim::qp::mprgp::{
 };
 use bevy_deformable::sim::qp::{ConstraintRow, QpProblem, SpdOperator, kkt_residual};
 use bevy_deformable::sim::{
-    Obstacle, Sleeping, SoftMaterial, SoftWorld, Solver, TetMesh, TriangleSurface, Vec3,
+    MaterialParams, ObstacleCollider, Sleeping, SoftWorld, Solver, TetMesh, TriangleSurface, Vec3,
     WorldSettings,
 };
 
@@ -58,8 +58,8 @@ const STEPS: usize = 10;
 const QUICK_STEPS: usize = 4;
 
 /// The bench's material: rubber at E = 2e5 Pa, nu = 0.4.
-fn rubber() -> SoftMaterial {
-    SoftMaterial::RUBBER
+fn rubber() -> MaterialParams {
+    MaterialParams::RUBBER
         .with_youngs_modulus(2e5)
         .with_poisson_ratio(0.4)
 }
@@ -205,13 +205,13 @@ fn run(scene: Scene, steps: usize) -> SceneResult {
         (
             Vec3::new(-hi.x - 0.01, 0.0, 0.0),
             Vec3::new(3.0, 0.0, 0.0),
-            Obstacle::halfspace(-Vec3::x()).expect("unit normal"),
+            ObstacleCollider::halfspace(-Vec3::x()).expect("unit normal"),
         )
     } else {
         (
             Vec3::new(0.0, -lo.y + 0.01, 0.0),
             Vec3::new(0.0, -3.0, 0.0),
-            Obstacle::halfspace(Vec3::y()).expect("unit normal"),
+            ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"),
         )
     };
     let body = world
@@ -265,7 +265,7 @@ fn run(scene: Scene, steps: usize) -> SceneResult {
 }
 
 /// The fixed-corotated Newton system of `mesh` in `material`, nothing pinned.
-fn corotated_system(mesh: &TetMesh, material: SoftMaterial) -> NewtonSystem {
+fn corotated_system(mesh: &TetMesh, material: MaterialParams) -> NewtonSystem {
     NewtonSystem::new(
         mesh,
         NewtonSetup {
@@ -321,7 +321,7 @@ fn product_ms(mesh: &TetMesh, h: f64) -> (f64, f64) {
 /// floor, falling at 3 m/s, the Newton matrix at its (undeformed) state, `b = H x - g`, and a
 /// floor row for every vertex whose prediction is within 1 cm of the floor (single-vertex rows:
 /// decoupled).
-fn record_newton_qp(material: SoftMaterial) -> (NewtonSystem, Vec<Vec3>, Vec<ConstraintRow>) {
+fn record_newton_qp(material: MaterialParams) -> (NewtonSystem, Vec<Vec3>, Vec<ConstraintRow>) {
     let h = 0.010;
     let mesh = TetMesh::cuboid(Vec3::new(0.25, 0.25, 0.5), 32);
     let mut system = corotated_system(&mesh, material);

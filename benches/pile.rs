@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bevy_deformable::sim::{
-    BodyHandle, Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    BodyHandle, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 use nalgebra::UnitQuaternion;
 
@@ -40,7 +40,7 @@ const DEPTH_EVERY: usize = 3;
 fn scene() -> SoftWorld {
     let mut world = SoftWorld::new(WorldSettings::default());
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("unit normal"))
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"))
         .expect("valid floor");
     let (inner, height, thickness) = (0.6, 1.1, 0.05);
     for k in 0..4 {
@@ -49,7 +49,7 @@ fn scene() -> SoftWorld {
             k as f64 * std::f64::consts::FRAC_PI_2,
         );
         let half = Vec3::new(thickness, height / 2.0, inner + 2.0 * thickness);
-        let wall = Obstacle::cuboid(half)
+        let wall = ObstacleCollider::cuboid(half)
             .expect("positive extents")
             .with_position(rotation * Vec3::new(inner + thickness, height / 2.0, 0.0))
             .with_rotation(rotation)
@@ -64,7 +64,7 @@ fn scene() -> SoftWorld {
             0.5 + 0.4 * layer as f64,
             -0.2 + 0.4 * ((i / 2) % 2) as f64 - 0.05 * layer as f64,
         );
-        let material = SoftMaterial::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f64);
+        let material = MaterialParams::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f64);
         let mesh = if i % 2 == 0 {
             TetMesh::cuboid(Vec3::repeat(size), 4)
         } else {

@@ -11,7 +11,7 @@ use bevy_deformable::sim::pd::{PdSetup, PdSystem, StartStretches, WarmFrames};
 use bevy_deformable::sim::qp::ConstraintRow;
 use bevy_deformable::sim::qp::mprgp::MprgpSettings;
 use bevy_deformable::sim::{
-    Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    MaterialParams, ObstacleCollider, Sleeping, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 
 #[path = "common/qp_race.rs"]
@@ -56,12 +56,12 @@ fn dropped(mesh: &Arc<TetMesh>, settings: WorldSettings) -> SoftWorld {
     world
         .add_body(
             mesh.clone(),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, -lo.y + 0.02, 0.0),
         )
         .expect("valid body");
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"))
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("valid normal"))
         .expect("valid obstacle");
     world
 }
@@ -148,7 +148,7 @@ fn sleeping_pile() -> (f64, f64) {
             ..WorldSettings::default()
         });
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).expect("valid normal"))
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("valid normal"))
             .expect("valid obstacle");
         let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 4));
         for stack in 0..2 {
@@ -161,7 +161,7 @@ fn sleeping_pile() -> (f64, f64) {
                 world
                     .add_body(
                         mesh.clone(),
-                        SoftMaterial::RUBBER.with_youngs_modulus(1e6),
+                        MaterialParams::RUBBER.with_youngs_modulus(1e6),
                         at,
                     )
                     .expect("valid body");
@@ -200,7 +200,7 @@ struct RecordedQp {
 
 fn record_qp(resolution: usize) -> RecordedQp {
     let mesh = TetMesh::cuboid(Vec3::repeat(0.5), resolution);
-    let material = SoftMaterial::RUBBER;
+    let material = MaterialParams::RUBBER;
     let mut pd = PdSystem::new(
         &mesh,
         PdSetup {
@@ -237,7 +237,7 @@ fn record_qp(resolution: usize) -> RecordedQp {
         .iter()
         .map(|&v| bevy_deformable::sim::EmbeddedPoint::vertex(v))
         .collect();
-    let floor = [Obstacle::halfspace(Vec3::y()).expect("valid normal")];
+    let floor = [ObstacleCollider::halfspace(Vec3::y()).expect("valid normal")];
     let mut contacts = Vec::new();
     let mut scratch = Vec::new();
     detect_contacts(&proxies, &y, &floor, 0.01, &[], &mut scratch, &mut contacts);

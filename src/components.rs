@@ -90,7 +90,7 @@ impl From<Handle<TetMeshAsset>> for DeformableBody {
     }
 }
 
-/// The material of a soft body (see [`sim::SoftMaterial`] for the model). Changing it at run time
+/// The material of a soft body (see [`sim::MaterialParams`] for the model). Changing it at run time
 /// refactors that body's system on the next step. Serializable (the inspector saves tuned
 /// materials to RON files).
 #[derive(Component, Reflect, Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -107,7 +107,7 @@ pub struct SoftMaterial {
     pub damping: f32,
     /// Strain-rate (Kelvin-Voigt) damping time (s), >= 0: the viscous stress of a strain rate
     /// is this many seconds times the elastic stress of the same strain; damps a body's
-    /// bouncing on its own elasticity (see [`sim::SoftMaterial::strain_damping`]; ignored by
+    /// bouncing on its own elasticity (see [`sim::MaterialParams::strain_damping`]; ignored by
     /// the Newton-MPRGP solver). Default: 0.02.
     pub strain_damping: f32,
     /// Coulomb friction coefficient, >= 0, combined with the other side's by the combine rules
@@ -126,7 +126,7 @@ pub struct SoftMaterial {
     pub strain_limits: Option<StrainLimits>,
 }
 
-/// Limits on a tet's principal stretches (see [`sim::StrainLimits`]).
+/// Limits on a tet's principal stretches (see [`sim::StrainLimitParams`]).
 #[derive(Reflect, Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[reflect(Default)]
 pub struct StrainLimits {
@@ -141,7 +141,7 @@ pub struct StrainLimits {
 
 impl Default for StrainLimits {
     fn default() -> Self {
-        Self::from_sim(sim::StrainLimits {
+        Self::from_sim(sim::StrainLimitParams {
             min_stretch: 0.8,
             max_stretch: 1.2,
             stiffness_scale: 10.0,
@@ -150,7 +150,7 @@ impl Default for StrainLimits {
 }
 
 impl StrainLimits {
-    const fn from_sim(l: sim::StrainLimits) -> Self {
+    const fn from_sim(l: sim::StrainLimitParams) -> Self {
         Self {
             min_stretch: l.min_stretch as f32,
             max_stretch: l.max_stretch as f32,
@@ -159,8 +159,8 @@ impl StrainLimits {
     }
 
     /// The core's limits.
-    pub(crate) const fn to_sim(self) -> sim::StrainLimits {
-        sim::StrainLimits {
+    pub(crate) const fn to_sim(self) -> sim::StrainLimitParams {
+        sim::StrainLimitParams {
             min_stretch: self.min_stretch as f64,
             max_stretch: self.max_stretch as f64,
             stiffness_scale: self.stiffness_scale as f64,
@@ -175,7 +175,7 @@ impl Default for SoftMaterial {
 }
 
 impl SoftMaterial {
-    const fn from_sim(m: sim::SoftMaterial) -> Self {
+    const fn from_sim(m: sim::MaterialParams) -> Self {
         Self {
             youngs_modulus: m.youngs_modulus as f32,
             poisson_ratio: m.poisson_ratio as f32,
@@ -194,17 +194,17 @@ impl SoftMaterial {
     }
 
     /// Soft jelly: 20 kPa, nu 0.45, 1000 kg/m^3.
-    pub const JELLY: Self = Self::from_sim(sim::SoftMaterial::JELLY);
+    pub const JELLY: Self = Self::from_sim(sim::MaterialParams::JELLY);
     /// Rubber: 200 kPa, nu 0.4, 1100 kg/m^3.
-    pub const RUBBER: Self = Self::from_sim(sim::SoftMaterial::RUBBER);
+    pub const RUBBER: Self = Self::from_sim(sim::MaterialParams::RUBBER);
     /// Flesh: 50 kPa, nu 0.45, 1050 kg/m^3, stretch limited (biphasic).
-    pub const FLESH: Self = Self::from_sim(sim::SoftMaterial::FLESH);
+    pub const FLESH: Self = Self::from_sim(sim::MaterialParams::FLESH);
     /// Stiff foam: 1 MPa, nu 0.2, 200 kg/m^3.
-    pub const STIFF_FOAM: Self = Self::from_sim(sim::SoftMaterial::STIFF_FOAM);
+    pub const STIFF_FOAM: Self = Self::from_sim(sim::MaterialParams::STIFF_FOAM);
 
     /// The core's material.
-    pub(crate) fn to_sim(self) -> sim::SoftMaterial {
-        sim::SoftMaterial {
+    pub(crate) fn to_sim(self) -> sim::MaterialParams {
+        sim::MaterialParams {
             youngs_modulus: self.youngs_modulus as f64,
             poisson_ratio: self.poisson_ratio as f64,
             density: self.density as f64,
@@ -356,8 +356,8 @@ impl Obstacle {
         &self,
         position: sim::Vec3,
         rotation: nalgebra::UnitQuaternion<f64>,
-    ) -> Result<sim::Obstacle, sim::contact::ObstacleError> {
-        Ok(sim::Obstacle::new(self.shape.clone())?
+    ) -> Result<sim::ObstacleCollider, sim::contact::ObstacleError> {
+        Ok(sim::ObstacleCollider::new(self.shape.clone())?
             .with_position(position)
             .with_rotation(rotation)
             .with_friction(self.friction as f64)

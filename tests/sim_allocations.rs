@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bevy_deformable::sim::{
-    Obstacle, SUGGESTED_ANDERSON_WINDOW, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3,
-    WorldSettings,
+    MaterialParams, ObstacleCollider, SUGGESTED_ANDERSON_WINDOW, Sleeping, SoftWorld, TetMesh,
+    Vec3, WorldSettings,
 };
 
 struct Counting;
@@ -48,13 +48,13 @@ fn warm_steps_do_not_allocate() {
             world
                 .add_body(
                     Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3)),
-                    SoftMaterial::RUBBER,
+                    MaterialParams::RUBBER,
                     Vec3::new(i as f64, 0.21, 0.0),
                 )
                 .unwrap();
         }
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
             .unwrap();
         // Warm up: factorizations, workspaces, contact buffers at their resting size.
         for _ in 0..60 {

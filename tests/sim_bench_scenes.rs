@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    MaterialParams, ObstacleCollider, Sleeping, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 
 const DT: f64 = 1.0 / 60.0;
@@ -33,12 +33,12 @@ fn drop_and_check(mesh: TetMesh, rest_from: f64, until: f64) {
     let body = world
         .add_body(
             mesh.clone(),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, -lo.y + 0.02, 0.0),
         )
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let steps = (until / DT).round() as usize;
     let mut fastest_at_rest: f64 = 0.0;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    BodyHandle, Obstacle, Sleeping, SoftMaterial, SoftWorld, StepReport, TetMesh, Vec3,
+    BodyHandle, MaterialParams, ObstacleCollider, Sleeping, SoftWorld, StepReport, TetMesh, Vec3,
     WorldSettings,
 };
 
@@ -29,7 +29,7 @@ fn settings(subspace: bool) -> WorldSettings {
 fn stack(subspace: bool, steps: usize) -> (SoftWorld, Vec<BodyHandle>) {
     let mut world = SoftWorld::new(settings(subspace));
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 4));
     let bodies = (0..2)
@@ -37,7 +37,7 @@ fn stack(subspace: bool, steps: usize) -> (SoftWorld, Vec<BodyHandle>) {
             world
                 .add_body(
                     mesh.clone(),
-                    SoftMaterial::RUBBER,
+                    MaterialParams::RUBBER,
                     Vec3::new(0.01 * i as f64, 0.101 + 0.202 * i as f64, 0.0),
                 )
                 .unwrap()
@@ -121,7 +121,7 @@ fn a_refactored_body_drops_its_columns() {
     for world in [&mut subspace, &mut mprgp] {
         for &h in &bodies {
             world
-                .set_material(h, SoftMaterial::RUBBER.with_youngs_modulus(1e6))
+                .set_material(h, MaterialParams::RUBBER.with_youngs_modulus(1e6))
                 .unwrap();
         }
     }
@@ -149,12 +149,12 @@ fn a_large_body_steps_the_same_by_preconditioned_mprgp() {
     let world = |subspace: bool| {
         let mut world = SoftWorld::new(settings(subspace));
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
             .unwrap();
         let body = world
             .add_body(
                 mesh.clone(),
-                SoftMaterial::RUBBER,
+                MaterialParams::RUBBER,
                 Vec3::new(0.0, 0.252, 0.0),
             )
             .unwrap();

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use bevy_deformable::sim::contact::FrictionModel;
 use bevy_deformable::sim::{
-    BodyHandle, CombineRule, Obstacle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, SoftMaterial,
-    SoftWorld, TetMesh, Vec3, WorldSettings,
+    BodyHandle, CombineRule, MaterialParams, ObstacleCollider, SUGGESTED_ANDERSON_WINDOW, Settling,
+    Sleeping, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 use nalgebra::UnitQuaternion;
 
@@ -65,7 +65,7 @@ fn slide_distance(mu: f64, degrees: f64, model: FrictionModel) -> f64 {
     settings.lcp.friction = model;
     slope::slide_distance(
         settings,
-        SoftMaterial::RUBBER.with_damping(5.0),
+        MaterialParams::RUBBER.with_damping(5.0),
         mu,
         degrees,
     )
@@ -109,7 +109,7 @@ fn tilt_under_resting_block() -> (bool, f64) {
     let turn =
         |degrees: f64| UnitQuaternion::from_axis_angle(&Vec3::z_axis(), degrees.to_radians());
     let start = turn(critical - 3.0);
-    let material = SoftMaterial::RUBBER.with_friction(mu).with_damping(5.0);
+    let material = MaterialParams::RUBBER.with_friction(mu).with_damping(5.0);
     let body = world
         .add_body_with_pose(
             cube(0.1, 2),
@@ -120,7 +120,7 @@ fn tilt_under_resting_block() -> (bool, f64) {
         .unwrap();
     let plane = world
         .add_obstacle(
-            Obstacle::halfspace(Vec3::y())
+            ObstacleCollider::halfspace(Vec3::y())
                 .unwrap()
                 .with_rotation(start)
                 .with_friction(mu)
@@ -171,7 +171,7 @@ fn a_body_drifting_slowly_with_no_support_is_not_settled() {
         ..WorldSettings::default()
     });
     let body = world
-        .add_body(cube(0.1, 2), SoftMaterial::RUBBER, Vec3::zeros())
+        .add_body(cube(0.1, 2), MaterialParams::RUBBER, Vec3::zeros())
         .unwrap();
     let drift = Vec3::new(0.01, 0.0, 0.0);
     world
@@ -190,7 +190,7 @@ fn a_body_drifting_slowly_with_no_support_is_not_settled() {
 /// 2 cm/s for 3 s; returns how far (m) the top block fell behind the carried one.
 fn lag_on_a_carried_block() -> f64 {
     let mut world = SoftWorld::new(WorldSettings::default());
-    let slippery = SoftMaterial::RUBBER.with_friction(0.01);
+    let slippery = MaterialParams::RUBBER.with_friction(0.01);
     let carrier = world
         .add_body(cube(0.1, 2), slippery, Vec3::zeros())
         .unwrap();
@@ -232,7 +232,7 @@ fn a_block_on_a_slowly_carried_block_is_carried_along() {
 fn drop_stack(count: usize, settings: WorldSettings) -> (SoftWorld, Vec<BodyHandle>, f64) {
     let mut world = SoftWorld::new(settings);
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let size = 0.2;
     // Rubber of 1 MPa: at the preset's 200 kPa the stacks sag and drape more (see the ignored
@@ -244,7 +244,7 @@ fn drop_stack(count: usize, settings: WorldSettings) -> (SoftWorld, Vec<BodyHand
             world
                 .add_body(
                     cube(size / 2.0, 4),
-                    SoftMaterial::RUBBER.with_youngs_modulus(1.0e6),
+                    MaterialParams::RUBBER.with_youngs_modulus(1.0e6),
                     offset,
                 )
                 .unwrap()
@@ -379,12 +379,16 @@ fn fold_bar(self_collision: bool) -> usize {
         ..WorldSettings::default()
     });
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let mesh = Arc::new(TetMesh::cuboid(Vec3::new(0.4, 0.025, 0.05), 16));
     let lift = 0.0251;
     let bar = world
-        .add_body(mesh.clone(), SoftMaterial::JELLY, Vec3::new(0.0, lift, 0.0))
+        .add_body(
+            mesh.clone(),
+            MaterialParams::JELLY,
+            Vec3::new(0.0, lift, 0.0),
+        )
         .unwrap();
     let rest = mesh.rest_positions();
     let left: Vec<usize> = (0..rest.len()).filter(|&i| rest[i].x < -0.39).collect();
@@ -570,7 +574,7 @@ fn ball_onto_pinned_slab(speed: f64) -> BallOnSlab {
     let mut world = SoftWorld::new(WorldSettings::default());
     let slab_mesh = Arc::new(TetMesh::try_cuboid(Vec3::new(0.5, 0.01, 0.5), 20).unwrap());
     let slab = world
-        .add_body(slab_mesh.clone(), SoftMaterial::RUBBER, Vec3::zeros())
+        .add_body(slab_mesh.clone(), MaterialParams::RUBBER, Vec3::zeros())
         .unwrap();
     for (i, p) in slab_mesh.rest_positions().iter().enumerate() {
         if p.x.abs() > 0.499 || p.z.abs() > 0.499 {
@@ -580,7 +584,7 @@ fn ball_onto_pinned_slab(speed: f64) -> BallOnSlab {
     let ball = world
         .add_body(
             Arc::new(TetMesh::try_sphere(0.15, 6).unwrap()),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, 0.2, 0.0),
         )
         .unwrap();
@@ -607,14 +611,18 @@ fn restitution_returns_the_approach_speed_share_without_adding_energy() {
         let body = world
             .add_body(
                 cube(0.1, 2),
-                SoftMaterial::STIFF_FOAM
+                MaterialParams::STIFF_FOAM
                     .with_restitution(e)
                     .with_damping(20.0),
                 Vec3::new(0.0, 0.6, 0.0),
             )
             .unwrap();
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap().with_restitution(e))
+            .add_obstacle(
+                ObstacleCollider::halfspace(Vec3::y())
+                    .unwrap()
+                    .with_restitution(e),
+            )
             .unwrap();
         let e0 = world.kinetic_energy(body).unwrap() + world.potential_energy(body).unwrap();
         let mut peak_after_bounce = f64::MIN;
@@ -645,7 +653,7 @@ fn restitution_returns_the_approach_speed_share_without_adding_energy() {
 fn a_pile_poured_into_a_bucket_settles_without_freezing() {
     let mut world = SoftWorld::new(WorldSettings::default());
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let wall = 0.3;
     for (normal, at) in [
@@ -655,7 +663,11 @@ fn a_pile_poured_into_a_bucket_settles_without_freezing() {
         (-Vec3::z(), Vec3::new(0.0, 0.0, wall)),
     ] {
         world
-            .add_obstacle(Obstacle::halfspace(normal).unwrap().with_position(at))
+            .add_obstacle(
+                ObstacleCollider::halfspace(normal)
+                    .unwrap()
+                    .with_position(at),
+            )
             .unwrap();
     }
     let bodies: Vec<BodyHandle> = (0..8)
@@ -672,7 +684,7 @@ fn a_pile_poured_into_a_bucket_settles_without_freezing() {
                 -0.1 + 0.2 * ((i / 2) % 2) as f64,
             );
             world
-                .add_body(Arc::new(mesh), SoftMaterial::RUBBER, at)
+                .add_body(Arc::new(mesh), MaterialParams::RUBBER, at)
                 .unwrap()
         })
         .collect();
@@ -746,7 +758,7 @@ fn slide_on_soft_slab(mu: f64) -> f64 {
     let slab = world
         .add_body_with_pose(
             Arc::new(TetMesh::cuboid(Vec3::new(0.5, 0.05, 0.3), 10)),
-            SoftMaterial::RUBBER.with_friction(mu),
+            MaterialParams::RUBBER.with_friction(mu),
             Vec3::zeros(),
             rotation,
         )
@@ -754,7 +766,7 @@ fn slide_on_soft_slab(mu: f64) -> f64 {
     // The slab itself cannot slide: its friction with the ground is high.
     world
         .add_obstacle(
-            Obstacle::halfspace(normal)
+            ObstacleCollider::halfspace(normal)
                 .unwrap()
                 .with_position(-normal * 0.05)
                 .with_friction(10.0)
@@ -764,7 +776,7 @@ fn slide_on_soft_slab(mu: f64) -> f64 {
     let block = world
         .add_body_with_pose(
             cube(0.1, 3),
-            SoftMaterial::RUBBER.with_friction(mu),
+            MaterialParams::RUBBER.with_friction(mu),
             normal * 0.1506,
             rotation,
         )
@@ -801,9 +813,9 @@ fn a_block_holds_on_a_soft_slab_when_tan_angle_is_below_mu() {
 fn upper_cube_bottom(groups: [Option<u64>; 2]) -> f64 {
     let mut world = SoftWorld::new(WorldSettings::default());
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
-    let material = SoftMaterial::RUBBER.with_youngs_modulus(1.0e6);
+    let material = MaterialParams::RUBBER.with_youngs_modulus(1.0e6);
     let lower = world
         .add_body(cube(0.1, 4), material, Vec3::new(0.0, 0.11, 0.0))
         .unwrap();
@@ -834,7 +846,7 @@ fn bodies_of_one_collision_group_pass_through_each_other_and_others_do_not() {
 fn listed_colliders_alone_meet_obstacles() {
     let mut world = SoftWorld::new(WorldSettings::default());
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let mesh = cube(0.1, 4);
     let top_layer: Vec<u32> = (0..mesh.vertex_count() as u32)
@@ -843,7 +855,7 @@ fn listed_colliders_alone_meet_obstacles() {
     let b = world
         .add_body(
             mesh,
-            SoftMaterial::RUBBER.with_youngs_modulus(1.0e6),
+            MaterialParams::RUBBER.with_youngs_modulus(1.0e6),
             Vec3::new(0.0, 0.3, 0.0),
         )
         .unwrap();

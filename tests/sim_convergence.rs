@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    DEFAULT_CHEBYSHEV_RHO, MAX_ANDERSON_WINDOW, Obstacle, SUGGESTED_ANDERSON_WINDOW, Sleeping,
-    SoftMaterial, SoftWorld, StepReport, TetMesh, Vec3, WorldError, WorldSettings,
+    DEFAULT_CHEBYSHEV_RHO, MAX_ANDERSON_WINDOW, MaterialParams, ObstacleCollider,
+    SUGGESTED_ANDERSON_WINDOW, Sleeping, SoftWorld, StepReport, TetMesh, Vec3, WorldError,
+    WorldSettings,
 };
 
 const DT: f64 = 1.0 / 60.0;
@@ -18,12 +19,12 @@ fn landed_cube(steps: usize) -> SoftWorld {
         ..WorldSettings::default()
     });
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     world
         .add_body(
             Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 4)),
-            SoftMaterial::RUBBER.with_youngs_modulus(1e5),
+            MaterialParams::RUBBER.with_youngs_modulus(1e5),
             Vec3::new(0.0, 0.2, 0.0),
         )
         .unwrap();
@@ -77,7 +78,7 @@ fn stretched_cube() -> SoftWorld {
     let body = world
         .add_body(
             Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 3)),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::zeros(),
         )
         .unwrap();
@@ -123,7 +124,7 @@ fn a_cube_resting_far_from_the_origin_converges_as_well_as_at_it() {
         let mut world = SoftWorld::new(WorldSettings::default());
         world
             .add_obstacle(
-                Obstacle::halfspace(Vec3::y())
+                ObstacleCollider::halfspace(Vec3::y())
                     .unwrap()
                     .with_position(Vec3::new(0.0, lift, 0.0))
                     .with_friction(0.0),
@@ -137,7 +138,7 @@ fn a_cube_resting_far_from_the_origin_converges_as_well_as_at_it() {
         let body = world
             .add_body(
                 Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 4)),
-                SoftMaterial::RUBBER
+                MaterialParams::RUBBER
                     .with_youngs_modulus(1e5)
                     .with_friction(0.0),
                 Vec3::new(0.0, lift + 0.2, 0.0),
@@ -254,7 +255,7 @@ fn a_falling_undeformed_body_takes_one_iteration_per_step() {
     world
         .add_body(
             Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 3)),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, 10.0, 0.0),
         )
         .unwrap();

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    BodyHandle, Obstacle, ObstacleError, ObstacleHandle, RigidCoupling, Sleeping, SoftMaterial,
-    SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
+    BodyHandle, MaterialParams, ObstacleCollider, ObstacleError, ObstacleHandle, RigidCoupling,
+    Sleeping, SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
 };
 use nalgebra::Matrix3;
 
@@ -30,14 +30,14 @@ fn soft_mass(world: &SoftWorld, body: BodyHandle) -> f64 {
         .sum()
 }
 
-fn obstacle(world: &SoftWorld, h: ObstacleHandle) -> &Obstacle {
+fn obstacle(world: &SoftWorld, h: ObstacleHandle) -> &ObstacleCollider {
     let i = world.obstacle_handles().position(|o| o == h).unwrap();
     &world.obstacles()[i]
 }
 
 /// A rigid box of `mass` kg on a 10 cm rubber slab lying on the floor, under gravity. Returns
 /// the world, the slab and the box.
-fn box_on_slab(mass: f64, material: SoftMaterial) -> (SoftWorld, BodyHandle, ObstacleHandle) {
+fn box_on_slab(mass: f64, material: MaterialParams) -> (SoftWorld, BodyHandle, ObstacleHandle) {
     let mut world = SoftWorld::new(WorldSettings {
         sleeping: Sleeping::OFF,
         ..WorldSettings::default()
@@ -47,11 +47,11 @@ fn box_on_slab(mass: f64, material: SoftMaterial) -> (SoftWorld, BodyHandle, Obs
         .add_body(Arc::new(slab), material, Vec3::new(0.0, 0.05, 0.0))
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let half = Vec3::new(0.15, 0.1, 0.15);
     let gravity = world.settings().gravity;
-    let crate_box = Obstacle::cuboid(half)
+    let crate_box = ObstacleCollider::cuboid(half)
         .unwrap()
         .with_position(Vec3::new(0.0, 0.1 + half.y + 0.005, 0.0))
         .with_coupling(RigidCoupling::solid_cuboid(mass, half, gravity))
@@ -98,9 +98,9 @@ fn a_soft_ball_and_a_free_rigid_box_conserve_momentum_head_on() {
         sleeping: Sleeping::OFF,
         ..WorldSettings::default()
     });
-    let material = SoftMaterial {
+    let material = MaterialParams {
         friction: 0.0,
-        ..SoftMaterial::JELLY
+        ..MaterialParams::JELLY
     };
     let ball = TetMesh::try_sphere(0.15, 6).unwrap();
     let ball = world
@@ -111,7 +111,7 @@ fn a_soft_ball_and_a_free_rigid_box_conserve_momentum_head_on() {
     }
     let ball_mass = soft_mass(&world, ball);
     let half = Vec3::repeat(0.15);
-    let rigid = Obstacle::cuboid(half)
+    let rigid = ObstacleCollider::cuboid(half)
         .unwrap()
         .with_friction(0.0)
         .with_position(Vec3::new(0.0, 0.0, 0.0))
@@ -157,7 +157,7 @@ fn a_soft_ball_and_a_free_rigid_box_conserve_momentum_head_on() {
 
 #[test]
 fn a_heavy_rigid_box_comes_to_rest_on_a_soft_slab() {
-    let (mut world, _, rigid) = box_on_slab(20.0, SoftMaterial::RUBBER);
+    let (mut world, _, rigid) = box_on_slab(20.0, MaterialParams::RUBBER);
     let (fastest, _, _, deepest) = settle(&mut world, rigid, 3.0, 1.0);
     assert!(fastest < 5e-3, "the box still moves at {fastest} m/s");
     assert!(deepest < 1e-3, "{deepest} m into the box");
@@ -178,9 +178,9 @@ fn a_heavy_rigid_box_comes_to_rest_on_a_soft_slab() {
 fn a_light_rigid_box_rests_on_stiff_rubber_without_gaining_energy() {
     // 0.2 kg on rubber: the contact's K h^2 is hundreds of times the mass, where treating the
     // box as kinematic for the soft step and applying the forces after it launches the box.
-    let material = SoftMaterial {
+    let material = MaterialParams {
         youngs_modulus: 2e6,
-        ..SoftMaterial::RUBBER
+        ..MaterialParams::RUBBER
     };
     let (mut world, _, rigid) = box_on_slab(0.2, material);
     let (fastest, energy_max, energy_start, deepest) = settle(&mut world, rigid, 10.0, 8.0);
@@ -196,7 +196,7 @@ fn a_light_rigid_box_rests_on_stiff_rubber_without_gaining_energy() {
 
 #[test]
 fn removing_a_coupled_obstacle_frees_the_soft_body() {
-    let (mut world, slab, rigid) = box_on_slab(20.0, SoftMaterial::JELLY);
+    let (mut world, slab, rigid) = box_on_slab(20.0, MaterialParams::JELLY);
     for _ in 0..60 {
         world.step(DT).unwrap();
     }
@@ -225,7 +225,7 @@ fn removing_a_coupled_obstacle_frees_the_soft_body() {
 
 #[test]
 fn an_uncoupled_obstacle_stays_kinematic_and_reports_nothing() {
-    let (mut world, _, rigid) = box_on_slab(20.0, SoftMaterial::RUBBER);
+    let (mut world, _, rigid) = box_on_slab(20.0, MaterialParams::RUBBER);
     let i = world.obstacle_handles().position(|o| o == rigid).unwrap();
     world
         .obstacle_mut(rigid)
@@ -269,7 +269,7 @@ fn invalid_mass_properties_are_refused() {
         },
     ];
     for bad in cases {
-        let result = Obstacle::ball(0.1).unwrap().with_coupling(bad);
+        let result = ObstacleCollider::ball(0.1).unwrap().with_coupling(bad);
         assert!(
             matches!(result, Err(ObstacleError::InvalidValue { .. })),
             "{bad:?} accepted"
@@ -289,7 +289,7 @@ fn an_off_centre_hit_turns_the_rigid_body_the_right_way() {
     let ball = world
         .add_body(
             Arc::new(ball),
-            SoftMaterial::JELLY,
+            MaterialParams::JELLY,
             Vec3::new(0.45, 0.2, 0.0),
         )
         .unwrap();
@@ -297,7 +297,7 @@ fn an_off_centre_hit_turns_the_rigid_body_the_right_way() {
         *v = Vec3::new(0.0, -1.0, 0.0);
     }
     let half = Vec3::new(0.6, 0.02, 0.2);
-    let plank = Obstacle::cuboid(half)
+    let plank = ObstacleCollider::cuboid(half)
         .unwrap()
         .with_coupling(RigidCoupling::solid_cuboid(2.0, half, Vec3::zeros()))
         .unwrap();
@@ -316,7 +316,7 @@ fn an_off_centre_hit_turns_the_rigid_body_the_right_way() {
 #[test]
 fn a_heavy_crate_squashes_a_flesh_cushion_and_both_come_to_rest() {
     // 50 kg dropped from 5 cm onto a 10 cm cushion of flesh (E = 5e4 Pa).
-    let (mut world, slab, rigid) = box_on_slab(50.0, SoftMaterial::FLESH);
+    let (mut world, slab, rigid) = box_on_slab(50.0, MaterialParams::FLESH);
     {
         let o = world.obstacle_mut(rigid).unwrap();
         let p = o.position() + Vec3::new(0.0, 0.045, 0.0);
@@ -349,7 +349,7 @@ fn held_kinematic_under_the_newton_solver_a_box_neither_launches_nor_sinks() {
     // The Newton solver's QPs go to MPRGP, which cannot take the rigid body's unknowns: the box
     // is held kinematic in each iteration and pushed by the final forces, explicitly, with the
     // launch safeguard.
-    let (mut world, _, rigid) = box_on_slab(5.0, SoftMaterial::RUBBER);
+    let (mut world, _, rigid) = box_on_slab(5.0, MaterialParams::RUBBER);
     world.settings_mut().solver = Solver::NewtonMprgp;
     let mut exact = true;
     let mut fastest = 0.0f64;
@@ -378,7 +378,7 @@ fn held_kinematic_under_the_newton_solver_a_box_neither_launches_nor_sinks() {
 
 #[test]
 fn a_crate_resting_on_jelly_comes_to_rest() {
-    let (mut world, _, rigid) = box_on_slab(10.0, SoftMaterial::JELLY);
+    let (mut world, _, rigid) = box_on_slab(10.0, MaterialParams::JELLY);
     let (fastest, energy_max, energy_start, deepest) = settle(&mut world, rigid, 5.0, 2.0);
     assert!(fastest < 5e-3, "the crate moves at {fastest} m/s after 3 s");
     assert!(

@@ -9,7 +9,7 @@ use bevy_deformable::sim::fem::{
     FemModel, Lame, NewtonSettings, NewtonSetup, NewtonSystem, Potential,
 };
 use bevy_deformable::sim::{
-    EmbeddedPoint, Obstacle, Sleeping, SoftMaterial, SoftWorld, Solver, TetMesh, Vec3,
+    EmbeddedPoint, MaterialParams, ObstacleCollider, Sleeping, SoftWorld, Solver, TetMesh, Vec3,
     WorldSettings,
 };
 
@@ -35,7 +35,7 @@ fn newton_settings() -> WorldSettings {
 #[test]
 fn world_newton_iterations_converge_to_the_implicit_euler_step() {
     let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 4));
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(2e5)
         .with_poisson_ratio(0.4)
         .with_damping(0.0);
@@ -120,7 +120,7 @@ fn a_pinned_beam_in_the_newton_world_hangs_at_the_static_solution() {
 /// A stiff rubber block (E = 1e7 Pa) on a plane tilted by `degrees` with friction `mu`, the
 /// Newton solver: how far (m) it slides from 0.5 s to 1.5 s ([`slope::slide_distance`]).
 fn stiff_slide_distance(mu: f64, degrees: f64) -> f64 {
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(1e7)
         .with_damping(5.0);
     slope::slide_distance(newton_settings(), material, mu, degrees)
@@ -148,14 +148,14 @@ fn a_stiff_block_stays_on_a_slope_iff_tan_angle_is_below_mu_with_the_newton_solv
 fn drop_stiff_cube(e: f64, nu: f64) -> Vec<Vec3> {
     let mut world = SoftWorld::new(newton_settings());
     let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 5));
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(e)
         .with_poisson_ratio(nu);
     let body = world
         .add_body(mesh.clone(), material, Vec3::new(0.0, 0.75, 0.0))
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let masses = mesh.lumped_masses(material.density);
     let energy = |world: &SoftWorld| {
@@ -227,7 +227,7 @@ fn stiff_cubes_stack_and_sleep_with_the_newton_solver() {
         ..WorldSettings::default()
     });
     let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.15), 4));
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(1e7)
         .with_poisson_ratio(0.45);
     let lower = world
@@ -237,7 +237,7 @@ fn stiff_cubes_stack_and_sleep_with_the_newton_solver() {
         .add_body(mesh.clone(), material, Vec3::new(0.03, 0.6, 0.02))
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let mut asleep = 0;
     for step in 0..240 {
@@ -275,7 +275,7 @@ fn attachments_and_the_grab_spring_pull_bodies_with_the_newton_solver() {
     });
     let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3));
     let body = world
-        .add_body(mesh.clone(), SoftMaterial::RUBBER, Vec3::zeros())
+        .add_body(mesh.clone(), MaterialParams::RUBBER, Vec3::zeros())
         .unwrap();
     let (corner, start) = common::far_corner(world.positions(body).unwrap());
     let centroid = |world: &SoftWorld| {

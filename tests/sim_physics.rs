@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bevy_deformable::sim::mesh::signed_volume;
 use bevy_deformable::sim::{
-    FreezeReason, Obstacle, Settling, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3,
+    FreezeReason, MaterialParams, ObstacleCollider, Settling, Sleeping, SoftWorld, TetMesh, Vec3,
     WorldSettings,
 };
 use nalgebra::UnitQuaternion;
@@ -31,7 +31,7 @@ fn free_fall_follows_implicit_euler_and_half_g_t_squared() {
     let body = world
         .add_body(
             cube(0.2, 3),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, 10.0, 0.0),
         )
         .unwrap();
@@ -71,12 +71,12 @@ fn drop_cube_on_the_floor(settling: Settling) -> (Vec<f64>, f64) {
     let body = world
         .add_body(
             cube(size / 2.0, 4),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, 0.6, 0.0),
         )
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let energy = |w: &SoftWorld| {
         w.kinetic_energy(body).unwrap()
@@ -105,7 +105,7 @@ fn drop_cube_on_the_floor(settling: Settling) -> (Vec<f64>, f64) {
         "centroid at {}",
         c.y
     );
-    (ke, size.powi(3) * SoftMaterial::RUBBER.density)
+    (ke, size.powi(3) * MaterialParams::RUBBER.density)
 }
 
 /// The largest kinetic energy (J) of the 20 steps from `from`.
@@ -148,7 +148,11 @@ fn a_dropped_cube_settles_to_under_a_millimetre_per_second() {
 fn pinned_vertex_stays_exactly_put() {
     let mut world = SoftWorld::new(WorldSettings::default());
     let body = world
-        .add_body(cube(0.25, 3), SoftMaterial::JELLY, Vec3::new(0.0, 1.0, 0.0))
+        .add_body(
+            cube(0.25, 3),
+            MaterialParams::JELLY,
+            Vec3::new(0.0, 1.0, 0.0),
+        )
         .unwrap();
     // Pin one top corner where it is.
     let (v, target) = world
@@ -176,7 +180,7 @@ fn half_inverted_cube_recovers_positive_volumes() {
     });
     let mesh = cube(0.25, 4);
     let body = world
-        .add_body(mesh.clone(), SoftMaterial::RUBBER, Vec3::zeros())
+        .add_body(mesh.clone(), MaterialParams::RUBBER, Vec3::zeros())
         .unwrap();
     // Mirror the x > 0 half through x = 0: those tets turn inside out.
     for p in world.positions_mut(body).unwrap() {
@@ -217,10 +221,14 @@ fn half_inverted_cube_recovers_positive_volumes() {
 fn kinematic_paddle_pushes_a_resting_body_without_interpenetration() {
     let mut world = SoftWorld::new(WorldSettings::default());
     let body = world
-        .add_body(cube(0.2, 4), SoftMaterial::RUBBER, Vec3::new(0.0, 0.2, 0.0))
+        .add_body(
+            cube(0.2, 4),
+            MaterialParams::RUBBER,
+            Vec3::new(0.0, 0.2, 0.0),
+        )
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     for _ in 0..60 {
         world.step(DT).unwrap();
@@ -231,7 +239,7 @@ fn kinematic_paddle_pushes_a_resting_body_without_interpenetration() {
     // down, against the floor's, and that contact is dropped; see the README's caveats.)
     let half = Vec3::new(0.05, 0.3, 0.5);
     let py = 0.32;
-    let paddle_obstacle = Obstacle::cuboid(half)
+    let paddle_obstacle = ObstacleCollider::cuboid(half)
         .unwrap()
         .with_position(Vec3::new(-0.6, py, 0.0));
     let paddle = world.add_obstacle(paddle_obstacle).unwrap();
@@ -275,13 +283,21 @@ fn a_nan_freezes_only_its_body_and_leaves_the_other_bit_identical() {
     let run = |inject: bool| -> (Vec<Vec<Vec3>>, Option<FreezeReason>) {
         let mut world = SoftWorld::new(WorldSettings::default());
         let a = world
-            .add_body(cube(0.2, 3), SoftMaterial::RUBBER, Vec3::new(0.0, 0.5, 0.0))
+            .add_body(
+                cube(0.2, 3),
+                MaterialParams::RUBBER,
+                Vec3::new(0.0, 0.5, 0.0),
+            )
             .unwrap();
         let b = world
-            .add_body(cube(0.2, 3), SoftMaterial::JELLY, Vec3::new(1.0, 0.5, 0.0))
+            .add_body(
+                cube(0.2, 3),
+                MaterialParams::JELLY,
+                Vec3::new(1.0, 0.5, 0.0),
+            )
             .unwrap();
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
             .unwrap();
         let mut trajectory = Vec::new();
         let mut frozen = None;
@@ -328,13 +344,13 @@ fn invalid_input_gets_typed_errors() {
         world
             .add_body(
                 cube(0.2, 2),
-                SoftMaterial::RUBBER.with_youngs_modulus(-1.0),
+                MaterialParams::RUBBER.with_youngs_modulus(-1.0),
                 Vec3::zeros()
             )
             .is_err()
     );
     let b = world
-        .add_body(cube(0.2, 2), SoftMaterial::RUBBER, Vec3::zeros())
+        .add_body(cube(0.2, 2), MaterialParams::RUBBER, Vec3::zeros())
         .unwrap();
     assert!(world.pin(b, 10_000, Vec3::zeros()).is_err());
     assert!(world.pin(b, 0, Vec3::new(f64::NAN, 0.0, 0.0)).is_err());
@@ -351,16 +367,16 @@ fn same_scene_twice_is_bit_identical() {
         let a = world
             .add_body(
                 Arc::new(TetMesh::sphere(0.2, 5)),
-                SoftMaterial::JELLY,
+                MaterialParams::JELLY,
                 Vec3::new(0.0, 0.6, 0.0),
             )
             .unwrap();
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
             .unwrap();
         world
             .add_obstacle(
-                Obstacle::ball(0.3)
+                ObstacleCollider::ball(0.3)
                     .unwrap()
                     .with_position(Vec3::new(0.1, 0.0, 0.0)),
             )
@@ -383,7 +399,11 @@ fn embedded_proxy_stops_an_obstacle_between_the_vertices() {
         let mut world = SoftWorld::new(WorldSettings::default());
         let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 1));
         let body = world
-            .add_body(mesh.clone(), SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0))
+            .add_body(
+                mesh.clone(),
+                MaterialParams::RUBBER,
+                Vec3::new(0.0, 1.0, 0.0),
+            )
             .unwrap();
         let top: Vec<(usize, Vec3)> = world
             .positions(body)
@@ -405,7 +425,7 @@ fn embedded_proxy_stops_an_obstacle_between_the_vertices() {
         }
         let ball = world
             .add_obstacle(
-                Obstacle::ball(radius)
+                ObstacleCollider::ball(radius)
                     .unwrap()
                     .with_position(Vec3::new(0.0, 0.6, 0.0)),
             )
@@ -442,14 +462,18 @@ fn embedded_proxy_stops_an_obstacle_between_the_vertices() {
 fn a_body_thrown_into_a_corner_stays_out_of_floor_and_wall() {
     let mut world = SoftWorld::new(WorldSettings::default());
     let body = world
-        .add_body(cube(0.2, 4), SoftMaterial::JELLY, Vec3::new(0.0, 0.21, 0.0))
+        .add_body(
+            cube(0.2, 4),
+            MaterialParams::JELLY,
+            Vec3::new(0.0, 0.21, 0.0),
+        )
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     world
         .add_obstacle(
-            Obstacle::halfspace(Vec3::x())
+            ObstacleCollider::halfspace(Vec3::x())
                 .unwrap()
                 .with_position(Vec3::new(-0.3, 0.0, 0.0)),
         )
@@ -478,7 +502,7 @@ fn attached_vertex_drags_the_body_after_its_moving_target() {
         ..WorldSettings::default()
     });
     let body = world
-        .add_body(cube(0.2, 3), SoftMaterial::RUBBER, Vec3::zeros())
+        .add_body(cube(0.2, 3), MaterialParams::RUBBER, Vec3::zeros())
         .unwrap();
     let (v, start) = common::far_corner(world.positions(body).unwrap());
     world.attach(body, v, 2.0e4, start).unwrap();
@@ -522,7 +546,7 @@ fn free_oscillation(strain_damping: f64) -> Vec<f64> {
         sleeping: Sleeping::OFF,
         ..WorldSettings::default()
     });
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(1e4)
         .with_poisson_ratio(0.0)
         .with_damping(0.0)

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use bevy_deformable::sim::embed::barycentric;
 use bevy_deformable::sim::mesh::{MAX_LATTICE_CELLS, MeshError};
 use bevy_deformable::sim::{
-    EnergyAudit, Obstacle, ObstacleError, Settling, Sleeping, SoftMaterial, SoftWorld, TetMesh,
-    Vec3, WorldError, WorldSettings,
+    EnergyAudit, MaterialParams, ObstacleCollider, ObstacleError, Settling, Sleeping, SoftWorld,
+    TetMesh, Vec3, WorldError, WorldSettings,
 };
 use nalgebra::{Quaternion, UnitQuaternion};
 
@@ -25,15 +25,15 @@ fn max_speed(v: &[Vec3]) -> f64 {
     v.iter().map(|v| v.norm()).fold(0.0, f64::max)
 }
 
-fn floor() -> Obstacle {
-    Obstacle::halfspace(Vec3::y()).unwrap()
+fn floor() -> ObstacleCollider {
+    ObstacleCollider::halfspace(Vec3::y()).unwrap()
 }
 
 /// Drops `mesh` of `material` with its centre at `height` onto the floor with the energy
 /// audit on, and returns the audit of every step and the world.
 fn drop_audited(
     mesh: TetMesh,
-    material: SoftMaterial,
+    material: MaterialParams,
     height: f64,
     seconds: f64,
     settling: Settling,
@@ -74,7 +74,7 @@ fn largest_rise(audits: &[EnergyAudit], from: usize, window: usize) -> f64 {
 fn a_dropped_jelly_sphere_never_gains_energy_and_comes_to_rest() {
     for settling in [Settling::default(), Settling::OFF] {
         let mesh = TetMesh::try_sphere(0.3, 8).unwrap();
-        let (audits, world) = drop_audited(mesh, SoftMaterial::JELLY, 1.5, 8.0, settling);
+        let (audits, world) = drop_audited(mesh, MaterialParams::JELLY, 1.5, 8.0, settling);
         // From 1.5 s on (landed), the total never rises over any half second by more than
         // 10 mJ of its 253 J. Measured: 1.4 mJ with or without settling (3.8 and 2.4 mJ
         // before the strain-rate damping) over the half second in which it comes to rest.
@@ -108,13 +108,13 @@ fn a_dropped_jelly_sphere_never_gains_energy_and_comes_to_rest() {
 fn a_body_dropped_straight_down_lands_where_it_fell() {
     let sphere = (
         TetMesh::try_sphere(0.25, 6).unwrap(),
-        SoftMaterial::RUBBER
+        MaterialParams::RUBBER
             .with_youngs_modulus(1e5)
             .with_poisson_ratio(0.0),
     );
     let cube = (
         TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap(),
-        SoftMaterial::RUBBER
+        MaterialParams::RUBBER
             .with_youngs_modulus(1e4)
             .with_poisson_ratio(0.3),
     );
@@ -132,7 +132,7 @@ fn a_body_dropped_straight_down_lands_where_it_fell() {
 /// kept 500 J of its 674 J impact energy after 3 s.
 #[test]
 fn a_soft_cube_dropped_on_the_floor_comes_to_rest_where_it_lands() {
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(1e5)
         .with_poisson_ratio(0.3);
     for settling in [Settling::default(), Settling::OFF] {
@@ -160,7 +160,7 @@ fn a_soft_cube_dropped_on_the_floor_comes_to_rest_where_it_lands() {
 /// 17 cm along its diagonal. With the local parts carried from step to step the energy falls.
 #[test]
 fn a_sagging_cube_gets_no_energy_from_friction() {
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(1e4)
         .with_poisson_ratio(0.3);
     for settling in [Settling::default(), Settling::OFF] {
@@ -205,7 +205,7 @@ fn the_armadillo_at_file_scale_slumps_and_comes_to_rest() {
         file.tets().iter().map(|t| t.map(|i| i as usize)).collect(),
     )
     .unwrap();
-    let mut material = SoftMaterial::RUBBER
+    let mut material = MaterialParams::RUBBER
         .with_youngs_modulus(1e5)
         .with_poisson_ratio(0.4);
     material.density = 1000.0;
@@ -222,7 +222,7 @@ fn the_armadillo_at_file_scale_slumps_and_comes_to_rest() {
 /// its inside flowing through it (before: E = 1e4 cubes ended 18-23 cm below the floor).
 #[test]
 fn a_very_soft_cube_does_not_sink_into_the_floor() {
-    let material = SoftMaterial::JELLY.with_youngs_modulus(1e3);
+    let material = MaterialParams::JELLY.with_youngs_modulus(1e3);
     let mesh = TetMesh::try_cuboid(Vec3::repeat(0.2), 4).unwrap();
     let (_, world) = drop_audited(mesh, material, 0.3, 3.0, Settling::default());
     let body = world.bodies().next().unwrap();
@@ -243,7 +243,7 @@ fn a_cube_spawned_inside_the_floor_comes_out_without_being_launched() {
     let body = world
         .add_body(
             Arc::new(TetMesh::try_cuboid(Vec3::repeat(half), 4).unwrap()),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, -0.8 * half, 0.0),
         )
         .unwrap();
@@ -298,8 +298,8 @@ fn vertices_inside(x: &[Vec3], y: &[Vec3], tets: &[[u32; 4]]) -> usize {
 /// 2.9 m/s after 0.8 s (README, caveats).
 #[test]
 fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
-    let foam = SoftMaterial::RUBBER.with_youngs_modulus(1e6);
-    for (material, overlap) in [(SoftMaterial::RUBBER, 0.015), (foam, 0.015)] {
+    let foam = MaterialParams::RUBBER.with_youngs_modulus(1e6);
+    for (material, overlap) in [(MaterialParams::RUBBER, 0.015), (foam, 0.015)] {
         let settings = WorldSettings::default();
         let mut world = SoftWorld::new(settings);
         let mesh = Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap());
@@ -341,7 +341,7 @@ fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
         // damping a corner vertex on such an edge may stay inside the other cube: measured over
         // four spawns moved by multiples of 1.37 um, 1 or 2 vertices in two of them (this spawn:
         // 1), none in the others; none in all four without the damping or at 0.01 s.
-        let allowed = if material == SoftMaterial::RUBBER {
+        let allowed = if material == MaterialParams::RUBBER {
             2
         } else {
             0
@@ -374,20 +374,20 @@ fn cubes_spawned_half_into_each_other_separate_without_being_launched() {
 fn invalid_obstacles_are_typed_errors() {
     let nan = f64::NAN;
     assert!(matches!(
-        Obstacle::halfspace(Vec3::new(0.0, 1e-12, 0.0)),
+        ObstacleCollider::halfspace(Vec3::new(0.0, 1e-12, 0.0)),
         Err(ObstacleError::InvalidValue { .. })
     ));
     assert!(matches!(
-        Obstacle::new(bevy_deformable::sim::ObstacleShape::HalfSpace {
+        ObstacleCollider::new(bevy_deformable::sim::ObstacleShape::HalfSpace {
             normal: Vec3::new(0.0, 2.0, 0.0)
         }),
         Err(ObstacleError::UnnormalizedNormal(_))
     ));
-    assert!(Obstacle::cuboid(Vec3::new(1e-9, 1.0, 1.0)).is_err());
-    assert!(Obstacle::cuboid(Vec3::new(1e40, 1.0, 1.0)).is_err());
-    assert!(Obstacle::ball(1e300).is_err());
+    assert!(ObstacleCollider::cuboid(Vec3::new(1e-9, 1.0, 1.0)).is_err());
+    assert!(ObstacleCollider::cuboid(Vec3::new(1e40, 1.0, 1.0)).is_err());
+    assert!(ObstacleCollider::ball(1e300).is_err());
     let mut world = SoftWorld::new(WorldSettings::default());
-    let placed = Obstacle::ball(1.0)
+    let placed = ObstacleCollider::ball(1.0)
         .unwrap()
         .with_position(Vec3::new(nan, 0.0, 0.0));
     assert!(matches!(
@@ -397,10 +397,12 @@ fn invalid_obstacles_are_typed_errors() {
     let bad = UnitQuaternion::new_unchecked(Quaternion::new(nan, 0.0, 0.0, 0.0));
     assert!(
         world
-            .add_obstacle(Obstacle::ball(1.0).unwrap().with_rotation(bad))
+            .add_obstacle(ObstacleCollider::ball(1.0).unwrap().with_rotation(bad))
             .is_err()
     );
-    let h = world.add_obstacle(Obstacle::ball(1.0).unwrap()).unwrap();
+    let h = world
+        .add_obstacle(ObstacleCollider::ball(1.0).unwrap())
+        .unwrap();
     let o = world.obstacle_mut(h).unwrap();
     assert!(
         o.move_to(
@@ -453,7 +455,7 @@ fn invalid_settings_are_refused_with_the_field_named() {
         let body = world
             .add_body(
                 Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 2)),
-                SoftMaterial::RUBBER,
+                MaterialParams::RUBBER,
                 Vec3::new(0.0, 1.0, 0.0),
             )
             .unwrap();
@@ -494,7 +496,7 @@ fn a_three_body_scene_reaches_its_pinned_state() {
     world.add_obstacle(floor()).unwrap();
     world
         .add_obstacle(
-            Obstacle::ball(0.2)
+            ObstacleCollider::ball(0.2)
                 .unwrap()
                 .with_position(Vec3::new(0.6, 0.2, 0.0)),
         )
@@ -502,17 +504,17 @@ fn a_three_body_scene_reaches_its_pinned_state() {
     let bodies = [
         (
             TetMesh::cuboid(Vec3::repeat(0.15), 3),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
             Vec3::new(0.0, 0.3, 0.0),
         ),
         (
             TetMesh::sphere(0.15, 4),
-            SoftMaterial::JELLY,
+            MaterialParams::JELLY,
             Vec3::new(0.05, 0.8, 0.02),
         ),
         (
             TetMesh::capsule(0.1, 0.15, 4),
-            SoftMaterial::FLESH,
+            MaterialParams::FLESH,
             Vec3::new(0.6, 0.9, 0.0),
         ),
     ];
@@ -534,7 +536,7 @@ fn a_three_body_scene_reaches_its_pinned_state() {
 /// most nu = 0.49 (`MAX_EFFECTIVE_POISSON_RATIO`).
 #[test]
 fn a_nearly_incompressible_cube_lands_without_being_thrown() {
-    let material = SoftMaterial::RUBBER.with_poisson_ratio(0.499_999_9);
+    let material = MaterialParams::RUBBER.with_poisson_ratio(0.499_999_9);
     let mesh = TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap();
     let (audits, world) = drop_audited(mesh, material, 0.5, 3.0, Settling::default());
     // Measured: at most 4.8 mJ over half a second (of 400 J of potential energy), from the
@@ -559,7 +561,7 @@ fn a_nearly_incompressible_cube_lands_without_being_thrown() {
 /// not wander.
 #[test]
 fn a_stiff_cube_at_a_large_step_stays_at_rest() {
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(1e8)
         .with_poisson_ratio(0.49);
     let mut world = SoftWorld::new(WorldSettings::default());
@@ -596,14 +598,14 @@ fn a_jelly_cube_thrown_at_a_thin_wall_keeps_every_vertex_in_front() {
             gravity: Vec3::zeros(),
             ..WorldSettings::default()
         });
-        let wall = Obstacle::cuboid(Vec3::new(0.01, 1.0, 1.0))
+        let wall = ObstacleCollider::cuboid(Vec3::new(0.01, 1.0, 1.0))
             .unwrap()
             .with_position(Vec3::new(0.5, 0.0, 0.0));
         world.add_obstacle(wall).unwrap();
         let body = world
             .add_body(
                 Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 4).unwrap()),
-                SoftMaterial::JELLY,
+                MaterialParams::JELLY,
                 Vec3::zeros(),
             )
             .unwrap();
@@ -640,7 +642,7 @@ fn the_energy_audit_adds_up_to_the_measured_energy() {
     let body = world
         .add_body(
             Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 3).unwrap()),
-            SoftMaterial::JELLY,
+            MaterialParams::JELLY,
             Vec3::new(0.0, 0.4, 0.0),
         )
         .unwrap();

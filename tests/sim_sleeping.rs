@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    BodyHandle, EmbeddedPoint, Obstacle, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3,
-    WorldSettings,
+    BodyHandle, EmbeddedPoint, MaterialParams, ObstacleCollider, Sleeping, SoftWorld, TetMesh,
+    Vec3, WorldSettings,
 };
 
 mod common;
@@ -16,15 +16,15 @@ fn cube() -> Arc<TetMesh> {
     Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 3).unwrap())
 }
 
-fn floor() -> Obstacle {
-    Obstacle::halfspace(Vec3::y()).unwrap()
+fn floor() -> ObstacleCollider {
+    ObstacleCollider::halfspace(Vec3::y()).unwrap()
 }
 
 /// A rubber cube with its bottom `height - 0.2` m above a floor (default settings).
 fn cube_above_floor(height: f64) -> (SoftWorld, BodyHandle) {
     let mut world = SoftWorld::new(WorldSettings::default());
     let body = world
-        .add_body(cube(), SoftMaterial::RUBBER, Vec3::new(0.0, height, 0.0))
+        .add_body(cube(), MaterialParams::RUBBER, Vec3::new(0.0, height, 0.0))
         .unwrap();
     world.add_obstacle(floor()).unwrap();
     (world, body)
@@ -95,7 +95,7 @@ fn every_wake_cause_wakes_the_body_and_it_moves_again() {
     type Cause = (&'static str, fn(&mut SoftWorld, BodyHandle));
     let causes: [Cause; 10] = [
         ("softer material", |w, b| {
-            w.set_material(b, SoftMaterial::RUBBER.with_youngs_modulus(1e4))
+            w.set_material(b, MaterialParams::RUBBER.with_youngs_modulus(1e4))
                 .unwrap();
         }),
         ("teleport up", |w, b| {
@@ -176,7 +176,7 @@ fn a_moving_obstacle_wakes_what_it_reaches_and_a_still_one_does_not() {
     // for every obstacle each frame), it wakes nothing.
     let pusher = world
         .add_obstacle(
-            Obstacle::cuboid(Vec3::new(0.1, 0.1, 0.1))
+            ObstacleCollider::cuboid(Vec3::new(0.1, 0.1, 0.1))
                 .unwrap()
                 .with_position(Vec3::new(-0.6, 0.15, 0.0)),
         )
@@ -224,7 +224,7 @@ fn a_moving_obstacle_wakes_what_it_reaches_and_a_still_one_does_not() {
 #[test]
 fn a_sleeping_pile_under_a_dropped_ball_wakes_and_stays_free_of_crossings() {
     let mut world = SoftWorld::new(WorldSettings::default());
-    let rubber = SoftMaterial::RUBBER.with_youngs_modulus(1e6);
+    let rubber = MaterialParams::RUBBER.with_youngs_modulus(1e6);
     let cubes: Vec<BodyHandle> = (0..3)
         .map(|i| {
             world
@@ -331,7 +331,7 @@ fn a_grabbed_body_never_sleeps_and_sleeping_off_keeps_every_body_awake() {
 fn unchanged_pin_targets_leave_a_hanging_body_asleep() {
     let mut world = SoftWorld::new(WorldSettings::default());
     let body = world
-        .add_body(cube(), SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0))
+        .add_body(cube(), MaterialParams::RUBBER, Vec3::new(0.0, 1.0, 0.0))
         .unwrap();
     // Hung by its whole top face (one vertex alone would let it swing as a pendulum, which
     // nothing damps).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bevy_deformable::sim::mesh::signed_volume;
 use bevy_deformable::sim::{
-    Obstacle, Settling, Sleeping, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    MaterialParams, ObstacleCollider, Settling, Sleeping, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 
 /// Simulated time per cell (s).
@@ -18,8 +18,8 @@ const REST_SPEED: f64 = 0.05;
 const FLOOR_TOLERANCE: f64 = 1e-3;
 /// Horizontal drift of the centre of mass (m) allowed from 1.5 s after the drop to the end.
 const DRIFT: f64 = 0.01;
-/// The grid's density (kg/m^3: `SoftMaterial::RUBBER`'s) and gravity (m/s^2).
-const DENSITY: f64 = SoftMaterial::RUBBER.density;
+/// The grid's density (kg/m^3: `MaterialParams::RUBBER`'s) and gravity (m/s^2).
+const DENSITY: f64 = MaterialParams::RUBBER.density;
 const GRAVITY: f64 = 9.81;
 /// Height of the bodies' centroid above the floor at rest shape (m: half their 0.5 m).
 const CENTROID_HEIGHT: f64 = 0.25;
@@ -92,7 +92,7 @@ fn drop_on_floor(
         Shape::Cube => TetMesh::try_cuboid(Vec3::repeat(0.25), 4).unwrap(),
         Shape::Sphere => TetMesh::try_sphere(0.25, 6).unwrap(),
     });
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(youngs_modulus)
         .with_poisson_ratio(nu);
     // The solver's own stability: sleeping would stop a body that still creeps.
@@ -105,7 +105,7 @@ fn drop_on_floor(
         .add_body(mesh.clone(), material, Vec3::new(0.0, 0.5, 0.0))
         .unwrap();
     world
-        .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
     let rest_volume = volume(&mesh, world.positions(body).unwrap());
     let steps = (duration / dt).round() as usize;

@@ -236,11 +236,11 @@ pub(super) fn sync_attachments(
     }
 }
 
-/// Moves an obstacle to its entity's pose: a kinematic one by [`sim::Obstacle::move_to`]
+/// Moves an obstacle to its entity's pose: a kinematic one by [`sim::ObstacleCollider::move_to`]
 /// (velocities from the pose change over `dt`), a coupled one ([`RigidBodyCoupling`]) to its
 /// body's state at the start of the step, with its mass properties.
 fn place_obstacle(
-    o: &mut sim::Obstacle,
+    o: &mut sim::ObstacleCollider,
     position: sim::Vec3,
     rotation: nalgebra::UnitQuaternion<f64>,
     coupling: Option<&RigidBodyCoupling>,

@@ -196,7 +196,7 @@ impl InverseColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::material::SoftMaterial;
+    use crate::sim::material::MaterialParams;
     use crate::sim::math::Vec3;
     use crate::sim::mesh::TetMesh;
     use crate::sim::pd::PdSetup;
@@ -207,7 +207,7 @@ mod tests {
         PdSystem::new(
             &mesh,
             PdSetup {
-                material: &SoftMaterial::RUBBER,
+                material: &MaterialParams::RUBBER,
                 dt: 1.0 / 60.0,
                 pinned: &pinned,
                 attach_stiffness: &[],

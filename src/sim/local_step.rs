@@ -39,7 +39,7 @@
 use rayon::prelude::*;
 
 use super::lanes::{LANES, Lanes};
-use super::material::StrainLimits;
+use super::material::StrainLimitParams;
 use super::math::{Mat3, Vec3};
 use super::polar_lanes::{Mat3Lanes, identity_lanes, svd3_lanes};
 use super::volume_stretches::{volume_stretches_lanes, volume_stretches_newton};
@@ -251,7 +251,7 @@ fn stretches_portable(
 pub fn local_step(
     blocks: &TetBlocks,
     x: &[Vec3],
-    limits: Option<StrainLimits>,
+    limits: Option<StrainLimitParams>,
     start: Option<&StartStretches>,
     contributions: &mut [[Vec3; 4]],
     frames: &mut WarmFrames,
@@ -299,7 +299,7 @@ struct Task<'a> {
     blocks: &'a TetBlocks,
     first: usize,
     x: &'a [Vec3],
-    limits: Option<StrainLimits>,
+    limits: Option<StrainLimitParams>,
     start: Option<&'a StartStretches>,
 }
 

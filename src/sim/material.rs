@@ -1,6 +1,6 @@
 //! Material parameters of a soft body and their conversion to the weights of Projective Dynamics.
 //!
-//! A [`SoftMaterial`] is described the way an engineer or a designer thinks of it: Young's modulus
+//! A [`MaterialParams`] is described the way an engineer or a designer thinks of it: Young's modulus
 //! `E` (Pa), Poisson ratio `nu`, density `rho` (kg/m^3). The solver needs the Lame parameters
 //! `mu = E / (2 (1 + nu))` and `lambda = E nu / ((1 + nu) (1 - 2 nu))` (Pa), which weight the
 //! two Projective Dynamics constraints of every tetrahedron (see [`crate::sim::pd`]):
@@ -18,7 +18,7 @@ use thiserror::Error;
 /// Inside `[min_stretch, max_stretch]` the extra constraint is satisfied exactly and adds no force;
 /// outside it pulls the stretch back with `stiffness_scale` times the corotated weight `2 mu V`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StrainLimits {
+pub struct StrainLimitParams {
     /// Smallest allowed principal stretch (dimensionless, `0 < min_stretch <= 1`). Default: 0.8.
     pub min_stretch: f64,
     /// Largest allowed principal stretch (dimensionless, `>= 1`). Default: 1.2.
@@ -28,7 +28,7 @@ pub struct StrainLimits {
     pub stiffness_scale: f64,
 }
 
-impl Default for StrainLimits {
+impl Default for StrainLimitParams {
     fn default() -> Self {
         Self {
             min_stretch: 0.8,
@@ -40,7 +40,7 @@ impl Default for StrainLimits {
 
 /// The physical material of a soft body.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SoftMaterial {
+pub struct MaterialParams {
     /// Young's modulus `E` in pascals (Pa), `> 0`. Default: 2.0e5 (soft rubber).
     pub youngs_modulus: f64,
     /// Poisson ratio `nu`, dimensionless, in `(-1, 0.5)`; simulated as at most
@@ -59,13 +59,13 @@ pub struct SoftMaterial {
     /// (rad/s) whose stiffness is the corotated term's is damped with the ratio
     /// `strain_damping * omega / 2` (a free cube's axial mode: within 5-7 % of it, test
     /// `strain_damping_decays_a_free_oscillation_at_the_kelvin_voigt_rate`). Unlike
-    /// [`SoftMaterial::damping`] it also damps a body bouncing on its own elasticity (a cube's
+    /// [`MaterialParams::damping`] it also damps a body bouncing on its own elasticity (a cube's
     /// up-and-down on a floor, whose velocity is mostly rigid), and it does not depend on the
     /// time step. Rigid motion is never damped. Projective Dynamics only: the Newton-MPRGP
     /// solver ignores it. Default: [`STRAIN_DAMPING`].
     pub strain_damping: f64,
     /// Coulomb friction coefficient, dimensionless, `>= 0`; combined with the other side's by
-    /// [`SoftMaterial::friction_combine`]. Default: 0.8 (rubber).
+    /// [`MaterialParams::friction_combine`]. Default: 0.8 (rubber).
     pub friction: f64,
     /// Coefficient of restitution, dimensionless, in `[0, 1]`: the share of the approach speed
     /// that a contact gives back as separation speed (Newton's rule, applied above
@@ -78,7 +78,7 @@ pub struct SoftMaterial {
     /// [`CombineRule::Average`].
     pub restitution_combine: CombineRule,
     /// Optional strain limits (biphasic material). Default: `None`.
-    pub strain_limits: Option<StrainLimits>,
+    pub strain_limits: Option<StrainLimitParams>,
 }
 
 /// How the friction or restitution coefficients of two touching surfaces are combined into the
@@ -160,13 +160,13 @@ impl CombineRule {
     }
 }
 
-impl Default for SoftMaterial {
+impl Default for MaterialParams {
     fn default() -> Self {
         Self::RUBBER
     }
 }
 
-/// Why a [`SoftMaterial`] was rejected.
+/// Why a [`MaterialParams`] was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Error)]
 pub enum MaterialError {
     /// Young's modulus must be a finite value above zero.
@@ -192,7 +192,7 @@ pub enum MaterialError {
     Restitution(f64),
     /// Strain limits need `0 < min <= 1 <= max` and a positive stiffness scale.
     #[error("strain limits need 0 < min <= 1 <= max and stiffness_scale > 0, got {0:?}")]
-    StrainLimits(StrainLimits),
+    StrainLimits(StrainLimitParams),
 }
 
 /// The largest Poisson ratio the volume term is built for: above it `lambda` is taken at 0.49
@@ -206,7 +206,7 @@ pub const MAX_EFFECTIVE_POISSON_RATIO: f64 = 0.49;
 /// 0.02 s every cell rests.
 pub const STRAIN_DAMPING: f64 = 0.02;
 
-impl SoftMaterial {
+impl MaterialParams {
     /// Soft jelly: E = 2e4 Pa, nu = 0.45, 1000 kg/m^3.
     pub const JELLY: Self = Self {
         youngs_modulus: 2.0e4,
@@ -244,7 +244,7 @@ impl SoftMaterial {
         restitution: 0.0,
         friction_combine: CombineRule::Average,
         restitution_combine: CombineRule::Average,
-        strain_limits: Some(StrainLimits {
+        strain_limits: Some(StrainLimitParams {
             min_stretch: 0.8,
             max_stretch: 1.2,
             stiffness_scale: 10.0,
@@ -371,7 +371,7 @@ impl SoftMaterial {
     }
 
     /// Returns a copy with strain limits (biphasic material).
-    pub const fn with_strain_limits(mut self, limits: StrainLimits) -> Self {
+    pub const fn with_strain_limits(mut self, limits: StrainLimitParams) -> Self {
         self.strain_limits = Some(limits);
         self
     }
@@ -400,10 +400,10 @@ mod tests {
     #[test]
     fn presets_are_valid() {
         for m in [
-            SoftMaterial::JELLY,
-            SoftMaterial::RUBBER,
-            SoftMaterial::FLESH,
-            SoftMaterial::STIFF_FOAM,
+            MaterialParams::JELLY,
+            MaterialParams::RUBBER,
+            MaterialParams::FLESH,
+            MaterialParams::STIFF_FOAM,
         ] {
             assert_eq!(m.validate(), Ok(()));
         }
@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn lame_parameters_match_textbook_values() {
-        let m = SoftMaterial::RUBBER
+        let m = MaterialParams::RUBBER
             .with_youngs_modulus(1.0e6)
             .with_poisson_ratio(0.25);
         assert!((m.lame_mu() - 4.0e5).abs() < 1e-6);
@@ -430,7 +430,7 @@ mod tests {
 
     #[test]
     fn non_physical_values_are_rejected() {
-        let m = SoftMaterial::RUBBER;
+        let m = MaterialParams::RUBBER;
         assert_eq!(
             m.with_youngs_modulus(0.0).validate(),
             Err(MaterialError::YoungsModulus(0.0))
@@ -471,9 +471,9 @@ mod tests {
             m.with_restitution(1.5).validate(),
             Err(MaterialError::Restitution(1.5))
         );
-        let bad = StrainLimits {
+        let bad = StrainLimitParams {
             min_stretch: 1.1,
-            ..StrainLimits::default()
+            ..StrainLimitParams::default()
         };
         assert_eq!(
             m.with_strain_limits(bad).validate(),

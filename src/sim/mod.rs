@@ -9,7 +9,7 @@
 //! | [`mesh_io`] | TetGen `.node`/`.ele`, Gmsh `.msh` and Wavefront `.obj` readers |
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
 //! | [`embed`] | points carried by a tet mesh with barycentric weights (render meshes, the grab) |
-//! | [`material`] | [`SoftMaterial`] and its Lame parameters |
+//! | [`material`] | [`MaterialParams`] and its Lame parameters |
 //! | [`math`] | the `f64` vector and matrix types |
 //! | [`polar`] | signed SVD and polar decomposition of 3x3 matrices |
 //! | [`pd`] | Projective Dynamics: local step, global matrix, prefactored solve, grab spring |
@@ -63,12 +63,13 @@ mod test_rng;
 mod volume_stretches;
 pub mod world;
 
-pub use contact::obstacle::{Obstacle, ObstacleError, ObstacleShape};
+pub use contact::obstacle::{ObstacleCollider, ObstacleError, ObstacleShape};
 pub use contact::rigid::{CouplingResponse, RigidCoupling};
 pub use embed::EmbeddedPoint;
 pub use fem::FemModel;
 pub use material::{
-    CombineRule, MaterialError, STRAIN_DAMPING, SoftMaterial, StrainLimits, SurfaceCoefficients,
+    CombineRule, MaterialError, MaterialParams, STRAIN_DAMPING, StrainLimitParams,
+    SurfaceCoefficients,
 };
 pub use math::{Mat3, Vec3};
 pub use mesh::{MeshError, TetMesh};

@@ -32,7 +32,7 @@
 //! (x fixed) computes every `P_tc` independently, in parallel over tets (rayon). Each step of the
 //! alternation cannot increase `Phi` (the local step minimises over `P`, the global over `x`).
 //!
-//! **Strain-rate damping** ([`SoftMaterial::strain_damping`] `beta`, s; Kelvin-Voigt) adds a
+//! **Strain-rate damping** ([`MaterialParams::strain_damping`] `beta`, s; Kelvin-Voigt) adds a
 //! fourth term per tet, `w_d / 2 ||F_t(x) - R_t S_t||^2` with `w_d = beta / h * 2 mu V_t`, `S_t`
 //! the tet's symmetric stretch at the step's start (`F_n = R_n S_n`, [`PdSystem::start_stretches`])
 //! and `R_t = U V'` the rotation of the current `F_t`: the tet's start shape turned as the tet
@@ -67,7 +67,7 @@ use rayon::prelude::*;
 use super::embed::EmbeddedPoint;
 pub use super::local_step::{StartStretches, WarmFrames};
 use super::local_step::{TetBlocks, local_step, start_stretches};
-use super::material::{SoftMaterial, StrainLimits};
+use super::material::{MaterialParams, StrainLimitParams};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 use super::polar::{Svd3, svd3};
@@ -90,7 +90,7 @@ pub struct PdSystem {
     weights: Vec<[f64; 4]>,
     /// Whether the material has strain-rate damping (`weights[t][3] > 0`).
     damped: bool,
-    limits: Option<StrainLimits>,
+    limits: Option<StrainLimitParams>,
     masses: Vec<f64>,
     attach_k: Vec<f64>,
     spring: Option<PointSpring>,
@@ -118,7 +118,7 @@ pub struct PdSystem {
 #[derive(Debug, Clone, Copy)]
 pub struct PdSetup<'a> {
     /// The material.
-    pub material: &'a SoftMaterial,
+    pub material: &'a MaterialParams,
     /// Time step h (s), > 0.
     pub dt: f64,
     /// Per vertex: pinned (eliminated) or free. Empty means none pinned.
@@ -231,7 +231,7 @@ impl PdSystem {
     pub fn set_material(
         &mut self,
         mesh: &TetMesh,
-        material: &SoftMaterial,
+        material: &MaterialParams,
         dt: f64,
     ) -> Result<(), FactorError> {
         self.dt = dt;
@@ -458,7 +458,7 @@ impl PdSystem {
     }
 
     /// Whether the material has strain-rate damping
-    /// ([`SoftMaterial::strain_damping`]` > 0`): then every step needs the tets' stretches at
+    /// ([`MaterialParams::strain_damping`]` > 0`): then every step needs the tets' stretches at
     /// its start ([`PdSystem::start_stretches`]).
     pub fn is_strain_damped(&self) -> bool {
         self.damped
@@ -755,7 +755,7 @@ pub fn deformation_gradient(x: &[Vec3], t: &[u32; 4], g: &[Vec3; 4]) -> Mat3 {
 /// `F = U diag(sigma) V'`, so the weighted sum is `U diag(w_c + w_v s + w_l clamp(sigma)) V'`.
 /// The strain-rate damping's target `w_d R S_n` (`w[3]`) is the caller's.
 #[inline]
-fn weighted_projection(svd: &Svd3, w: &[f64; 4], limits: Option<StrainLimits>) -> Mat3 {
+fn weighted_projection(svd: &Svd3, w: &[f64; 4], limits: Option<StrainLimitParams>) -> Mat3 {
     let s = volume_preserving_stretches(svd.sigma);
     let mut d = Vec3::repeat(w[0]) + w[1] * s;
     if let Some(l) = limits {
@@ -772,7 +772,7 @@ fn scaled_columns(u: &Mat3, d: &Vec3) -> Mat3 {
 
 /// The closest rotation, the volume-preserving projection and (with limits) the closest
 /// strain-limited matrix to `f`.
-fn projections(f: &Mat3, limits: Option<StrainLimits>) -> (Mat3, Mat3, Option<Mat3>) {
+fn projections(f: &Mat3, limits: Option<StrainLimitParams>) -> (Mat3, Mat3, Option<Mat3>) {
     let svd = svd3(f);
     let vt = svd.v.transpose();
     let r = svd.u * vt;
@@ -827,7 +827,7 @@ mod tests {
         out
     }
 
-    fn system(mesh: &TetMesh, material: &SoftMaterial, pinned: &[bool], k: &[f64]) -> PdSystem {
+    fn system(mesh: &TetMesh, material: &MaterialParams, pinned: &[bool], k: &[f64]) -> PdSystem {
         PdSystem::new(
             mesh,
             PdSetup {
@@ -847,7 +847,7 @@ mod tests {
     #[test]
     fn outer_terms_gradient_and_hessian_match_finite_differences() {
         let mesh = TetMesh::cuboid(Vec3::new(0.2, 0.1, 0.1), 2);
-        let material = SoftMaterial::RUBBER;
+        let material = MaterialParams::RUBBER;
         let n = mesh.vertex_count();
         let mut pinned = vec![false; n];
         pinned[0] = true;
@@ -914,7 +914,7 @@ mod tests {
     #[test]
     fn global_matrix_is_the_hessian_of_the_fixed_projection_objective() {
         let mesh = TetMesh::cuboid(Vec3::new(0.5, 0.3, 0.2), 3);
-        let material = SoftMaterial::RUBBER.with_strain_limits(StrainLimits::default());
+        let material = MaterialParams::RUBBER.with_strain_limits(StrainLimitParams::default());
         let n = mesh.vertex_count();
         let mut pinned = vec![false; n];
         pinned[0] = true;
@@ -1009,7 +1009,7 @@ mod tests {
     #[test]
     fn elastic_energy_gradient_matches_finite_differences() {
         let mesh = TetMesh::cuboid(Vec3::new(0.3, 0.2, 0.2), 2);
-        let material = SoftMaterial::RUBBER.with_strain_limits(StrainLimits {
+        let material = MaterialParams::RUBBER.with_strain_limits(StrainLimitParams {
             min_stretch: 0.9,
             max_stretch: 1.05,
             stiffness_scale: 3.0,
@@ -1046,7 +1046,7 @@ mod tests {
     fn objective_gradient_matches_finite_differences() {
         let mesh = TetMesh::cuboid(Vec3::new(0.3, 0.2, 0.2), 2);
         // `objective` leaves out the strain-rate damping (tested on its own below).
-        let material = SoftMaterial::RUBBER.with_strain_damping(0.0);
+        let material = MaterialParams::RUBBER.with_strain_damping(0.0);
         let n = mesh.vertex_count();
         let pinned: Vec<bool> = (0..n).map(|i| i % 7 == 0).collect();
         let attach: Vec<f64> = (0..n)
@@ -1123,10 +1123,10 @@ mod tests {
     /// The strain-rate damping's force: the gradient of the damped system minus the undamped
     /// one's at the same positions (N).
     fn damping_force(mesh: &TetMesh, x: &[Vec3], start_x: &[Vec3]) -> Vec<Vec3> {
-        let damped = system(mesh, &SoftMaterial::RUBBER, &[], &[]);
+        let damped = system(mesh, &MaterialParams::RUBBER, &[], &[]);
         let undamped = system(
             mesh,
-            &SoftMaterial::RUBBER.with_strain_damping(0.0),
+            &MaterialParams::RUBBER.with_strain_damping(0.0),
             &[],
             &[],
         );
@@ -1141,7 +1141,7 @@ mod tests {
     #[test]
     fn start_stretches_are_the_polar_stretches() {
         let mesh = TetMesh::cuboid(Vec3::new(0.3, 0.2, 0.2), 3);
-        let sys = system(&mesh, &SoftMaterial::RUBBER, &[], &[]);
+        let sys = system(&mesh, &MaterialParams::RUBBER, &[], &[]);
         let grads = gradient_rows(&mesh);
         let mut frames = WarmFrames::default();
         frames.resize(sys.tet_count());
@@ -1173,7 +1173,7 @@ mod tests {
     #[should_panic(expected = "start stretches")]
     fn a_damped_local_step_without_start_stretches_says_what_is_missing() {
         let mesh = TetMesh::cuboid(Vec3::repeat(0.2), 2);
-        let sys = system(&mesh, &SoftMaterial::RUBBER, &[], &[]);
+        let sys = system(&mesh, &MaterialParams::RUBBER, &[], &[]);
         let mut contributions = vec![[Vec3::zeros(); 4]; sys.tet_count()];
         sys.local_step(
             mesh.rest_positions(),
@@ -1212,7 +1212,7 @@ mod tests {
     #[test]
     fn strain_damping_force_is_the_gradient_of_the_rotated_start_distance() {
         let mesh = TetMesh::cuboid(Vec3::new(0.3, 0.2, 0.2), 2);
-        let material = SoftMaterial::RUBBER;
+        let material = MaterialParams::RUBBER;
         let sys = system(&mesh, &material, &[], &[]);
         let grads = gradient_rows(&mesh);
         let w_d: Vec<f64> = sys.weights.iter().map(|w| w[3]).collect();
@@ -1267,7 +1267,7 @@ mod tests {
         let n = mesh.vertex_count();
         let mut pinned = vec![false; n];
         pinned[3] = true;
-        let mut sys = system(&mesh, &SoftMaterial::JELLY, &pinned, &[]);
+        let mut sys = system(&mesh, &MaterialParams::JELLY, &pinned, &[]);
         let m = sys.free.len();
         let dense = nalgebra::DMatrix::from_fn(m, m, |i, j| sys.matrix.get(i, j));
         let b: Vec<Vec3> = (0..m)
@@ -1289,8 +1289,8 @@ mod tests {
     #[test]
     fn local_global_iterations_never_increase_the_objective() {
         let mesh = TetMesh::cuboid(Vec3::new(0.5, 0.25, 0.25), 4);
-        let material = SoftMaterial::RUBBER
-            .with_strain_limits(StrainLimits::default())
+        let material = MaterialParams::RUBBER
+            .with_strain_limits(StrainLimitParams::default())
             .with_strain_damping(0.0);
         let mut sys = system(&mesh, &material, &[], &[]);
         let y = perturbed(&mesh, 0.15);
@@ -1315,7 +1315,7 @@ mod tests {
     #[test]
     fn warm_started_local_step_matches_the_cold_one() {
         let mesh = TetMesh::cuboid(Vec3::new(0.5, 0.25, 0.25), 3);
-        let material = SoftMaterial::RUBBER.with_strain_limits(StrainLimits::default());
+        let material = MaterialParams::RUBBER.with_strain_limits(StrainLimitParams::default());
         // A few pinned vertices: their coupling terms are added after the vectorised kernel.
         let pinned: Vec<bool> = (0..mesh.vertex_count()).map(|i| i % 7 == 0).collect();
         let sys = system(&mesh, &material, &pinned, &[]);
@@ -1350,7 +1350,7 @@ mod tests {
     #[test]
     fn rest_state_has_zero_energy_and_rigid_motion_too() {
         let mesh = TetMesh::sphere(0.4, 6);
-        let sys = system(&mesh, &SoftMaterial::RUBBER, &[], &[]);
+        let sys = system(&mesh, &MaterialParams::RUBBER, &[], &[]);
         assert!(sys.elastic_energy(mesh.rest_positions()) < 1e-18);
         let rot = nalgebra::Rotation3::from_euler_angles(0.3, -1.1, 2.0);
         let moved: Vec<Vec3> = mesh

@@ -7,7 +7,7 @@ use bevy_deformable::sim::fem::{
 };
 use std::sync::Arc;
 
-use bevy_deformable::sim::{SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::{MaterialParams, SoftWorld, TetMesh, Vec3, WorldSettings};
 
 /// Beam length (m).
 pub const LENGTH: f64 = 1.0;
@@ -55,7 +55,7 @@ pub fn mean_tip(x: &[Vec3], rest: &[Vec3]) -> f64 {
 pub fn static_tip(model: FemModel, e: f64, resolution: usize) -> (f64, NewtonStats) {
     let mesh = beam(resolution);
     let clamped = clamped(&mesh);
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(e)
         .with_poisson_ratio(0.0)
         .with_density(DENSITY);
@@ -100,7 +100,7 @@ pub fn hang_in_world(settings: WorldSettings, e: f64, resolution: usize) -> (f64
         gravity: Vec3::new(0.0, -GRAVITY, 0.0),
         ..settings
     });
-    let material = SoftMaterial::RUBBER
+    let material = MaterialParams::RUBBER
         .with_youngs_modulus(e)
         .with_poisson_ratio(0.0)
         .with_density(DENSITY);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    CombineRule, Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings,
+    CombineRule, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
 use nalgebra::UnitQuaternion;
 
@@ -14,7 +14,7 @@ use nalgebra::UnitQuaternion;
 /// Asserts that no step freezes it.
 pub fn slide_distance(
     settings: WorldSettings,
-    material: SoftMaterial,
+    material: MaterialParams,
     mu: f64,
     degrees: f64,
 ) -> f64 {
@@ -31,7 +31,7 @@ pub fn slide_distance(
         .unwrap();
     world
         .add_obstacle(
-            Obstacle::halfspace(normal)
+            ObstacleCollider::halfspace(normal)
                 .unwrap()
                 .with_friction(mu)
                 .with_combine_rules(CombineRule::Average, CombineRule::Average),

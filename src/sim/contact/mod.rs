@@ -56,7 +56,7 @@ pub use constraints::{RowDecoupler, RowSource, RowSpec, RowTerm};
 pub use edge_edge::{EdgeContact, detect_edge_contacts, edge_closest_parameters, fit_edge_bvh};
 pub use lcp::{ContactLcp, FrictionModel, LcpContact, LcpSettings, LcpStats};
 pub use narrowphase::{Contact, detect_contacts, detect_contacts_swept};
-pub use obstacle::{Obstacle, ObstacleContact, ObstacleError, ObstacleShape};
+pub use obstacle::{ObstacleCollider, ObstacleContact, ObstacleError, ObstacleShape};
 pub use overlap::{OverlapScratch, detect_deep_overlap};
 pub use point_triangle::{PointTriangleContact, closest_point_on_triangle, point_triangle_contact};
 pub use regions::ContactRegions;

@@ -1,6 +1,6 @@
 //! Proxy points against obstacles.
 
-use super::obstacle::Obstacle;
+use super::obstacle::ObstacleCollider;
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::bounds;
@@ -27,7 +27,7 @@ pub struct Contact {
 pub fn detect_contacts(
     proxies: &[EmbeddedPoint],
     x: &[Vec3],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     margin: f64,
     skip: &[bool],
     scratch: &mut Vec<Vec3>,
@@ -74,7 +74,7 @@ pub fn detect_contacts_swept(
     proxies: &[EmbeddedPoint],
     x_start: &[Vec3],
     y: &[Vec3],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     margin: f64,
     start: &mut Vec<Vec3>,
     end: &mut Vec<Vec3>,
@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn a_fast_point_gets_the_face_it_comes_from() {
         // A thin slab (top at y = 0.05) and a point that would end below it in one step.
-        let slab = Obstacle::new(ObstacleShape::Cuboid {
+        let slab = ObstacleCollider::new(ObstacleShape::Cuboid {
             half_extents: Vec3::new(1.0, 0.05, 1.0),
         })
         .unwrap();

@@ -84,14 +84,14 @@ pub struct ObstacleContact {
 ///
 /// # Example
 /// ```
-/// use bevy_deformable::sim::{Obstacle, Vec3};
-/// let floor = Obstacle::halfspace(Vec3::y()).unwrap();
-/// let paddle = Obstacle::cuboid(Vec3::new(1.0, 0.1, 0.3)).unwrap().with_position(Vec3::new(0.0, 0.5, 0.0));
+/// use bevy_deformable::sim::{ObstacleCollider, Vec3};
+/// let floor = ObstacleCollider::halfspace(Vec3::y()).unwrap();
+/// let paddle = ObstacleCollider::cuboid(Vec3::new(1.0, 0.1, 0.3)).unwrap().with_position(Vec3::new(0.0, 0.5, 0.0));
 /// assert!(floor.query(Vec3::new(0.0, -0.1, 0.0), 0.0).is_some());
 /// assert!(paddle.query(Vec3::new(3.0, 0.5, 0.0), 0.0).is_none());
 /// ```
 #[derive(Clone)]
-pub struct Obstacle {
+pub struct ObstacleCollider {
     shape: ObstacleShape,
     parry: Option<SharedShape>,
     position: Vec3,
@@ -116,9 +116,9 @@ pub(crate) struct CoupledState {
     pub warm: [Vec3; 2],
 }
 
-impl std::fmt::Debug for Obstacle {
+impl std::fmt::Debug for ObstacleCollider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Obstacle")
+        f.debug_struct("ObstacleCollider")
             .field("shape", &self.shape)
             .field("position", &self.position)
             .field("rotation", &self.rotation)
@@ -272,7 +272,7 @@ fn from_parry(v: Vector) -> Vec3 {
     Vec3::new(v.x as f64, v.y as f64, v.z as f64)
 }
 
-impl Obstacle {
+impl ObstacleCollider {
     /// An obstacle from a shape description, at the origin, at rest, friction 0.5, restitution 0.
     ///
     /// # Errors
@@ -508,7 +508,7 @@ impl Obstacle {
     }
 
     /// Builder: a dynamic rigid body behind the obstacle, coupled both ways with the soft
-    /// bodies (see [`Obstacle::set_coupling`]).
+    /// bodies (see [`ObstacleCollider::set_coupling`]).
     ///
     /// # Errors
     /// As [`RigidCoupling::validate`].
@@ -519,10 +519,10 @@ impl Obstacle {
 
     /// Makes the obstacle the collider of a dynamic rigid body (`Some`) or a static/kinematic
     /// one again (`None`). A coupled obstacle's pose and velocities are its body's at the
-    /// *start* of a step (set them with [`Obstacle::set_state`] before each step); the step
+    /// *start* of a step (set them with [`ObstacleCollider::set_state`] before each step); the step
     /// moves it by its free motion and the soft bodies' contact forces together with the soft
     /// bodies, leaves it at the end of that motion, and reports the velocity change the soft
-    /// bodies caused in [`Obstacle::coupling_response`], for the rigid-body engine to add.
+    /// bodies caused in [`ObstacleCollider::coupling_response`], for the rigid-body engine to add.
     ///
     /// # Errors
     /// As [`RigidCoupling::validate`]; the obstacle is left as it was.
@@ -561,7 +561,7 @@ impl Obstacle {
     /// its position.
     ///
     /// # Errors
-    /// As [`Obstacle::set_state`]; the obstacle is left as it was.
+    /// As [`ObstacleCollider::set_state`]; the obstacle is left as it was.
     pub fn set_center_state(
         &mut self,
         center: Vec3,
@@ -644,7 +644,7 @@ impl Obstacle {
     /// them).
     ///
     /// # Errors
-    /// As [`Obstacle::set_state`], and for a negative or non-finite `dt`; the obstacle is left
+    /// As [`ObstacleCollider::set_state`], and for a negative or non-finite `dt`; the obstacle is left
     /// as it was.
     pub fn move_to(
         &mut self,
@@ -668,11 +668,11 @@ impl Obstacle {
         self.set_state(position, rotation, linear, angular)
     }
 
-    /// Checks the pose and velocities given by the builders ([`Obstacle::with_position`],
-    /// [`Obstacle::with_rotation`]); [`crate::sim::SoftWorld::add_obstacle`] calls it.
+    /// Checks the pose and velocities given by the builders ([`ObstacleCollider::with_position`],
+    /// [`ObstacleCollider::with_rotation`]); [`crate::sim::SoftWorld::add_obstacle`] calls it.
     ///
     /// # Errors
-    /// As [`Obstacle::set_state`].
+    /// As [`ObstacleCollider::set_state`].
     pub fn validate(&self) -> Result<(), ObstacleError> {
         check_state(
             &self.position,
@@ -908,7 +908,7 @@ mod tests {
 
     #[test]
     fn halfspace_ball_and_cuboid_queries_are_exact() {
-        let floor = Obstacle::halfspace(Vec3::new(0.0, 2.0, 0.0)).unwrap();
+        let floor = ObstacleCollider::halfspace(Vec3::new(0.0, 2.0, 0.0)).unwrap();
         let c = floor.query(Vec3::new(1.0, -0.25, 2.0), 0.0).unwrap();
         assert!((c.depth - 0.25).abs() < 1e-15);
         assert_eq!(c.normal, Vec3::y());
@@ -916,7 +916,7 @@ mod tests {
         assert!(floor.query(Vec3::new(0.0, 0.1, 0.0), 0.05).is_none());
         assert!(floor.query(Vec3::new(0.0, 0.01, 0.0), 0.05).unwrap().depth < 0.0);
 
-        let ball = Obstacle::ball(1.0)
+        let ball = ObstacleCollider::ball(1.0)
             .unwrap()
             .with_position(Vec3::new(0.0, 1.0, 0.0));
         let c = ball.query(Vec3::new(0.0, 1.5, 0.0), 0.0).unwrap();
@@ -924,7 +924,7 @@ mod tests {
         assert!((c.normal - Vec3::y()).norm() < 1e-12);
 
         let rot = UnitQuaternion::from_axis_angle(&Vec3::z_axis(), std::f64::consts::FRAC_PI_2);
-        let boxed = Obstacle::cuboid(Vec3::new(2.0, 0.5, 1.0))
+        let boxed = ObstacleCollider::cuboid(Vec3::new(2.0, 0.5, 1.0))
             .unwrap()
             .with_position(Vec3::new(0.0, 3.0, 0.0))
             .with_rotation(rot);
@@ -937,13 +937,13 @@ mod tests {
 
     #[test]
     fn capsule_hull_trimesh_and_heightfield_detect_penetration() {
-        let cap = Obstacle::capsule(0.5, 1.0).unwrap();
+        let cap = ObstacleCollider::capsule(0.5, 1.0).unwrap();
         let c = cap.query(Vec3::new(0.3, 0.5, 0.0), 0.0).unwrap();
         assert!((c.depth - 0.2).abs() < 1e-5);
         let cube: Vec<Vec3> = (0..8)
             .map(|i| Vec3::new((i & 1) as f64, ((i >> 1) & 1) as f64, ((i >> 2) & 1) as f64))
             .collect();
-        let hull = Obstacle::convex_hull(cube.clone()).unwrap();
+        let hull = ObstacleCollider::convex_hull(cube.clone()).unwrap();
         let c = hull.query(Vec3::new(0.5, 0.9, 0.5), 0.0).unwrap();
         assert!((c.depth - 0.1).abs() < 1e-5 && (c.normal - Vec3::y()).norm() < 1e-5);
         // Closed box as a triangle mesh.
@@ -961,12 +961,13 @@ mod tests {
             [1, 3, 5],
             [3, 7, 5],
         ];
-        let mesh = Obstacle::trimesh(cube, idx).unwrap();
+        let mesh = ObstacleCollider::trimesh(cube, idx).unwrap();
         let c = mesh.query(Vec3::new(0.5, 0.8, 0.5), 0.0).unwrap();
         assert!((c.depth - 0.2).abs() < 1e-5, "{c:?}");
         assert!(mesh.query(Vec3::new(0.5, 1.3, 0.5), 0.0).is_none());
         // A flat height field at y = 0.5 spanning 4 m.
-        let hf = Obstacle::heightfield(vec![0.5; 9], 3, 3, Vec3::new(4.0, 1.0, 4.0)).unwrap();
+        let hf =
+            ObstacleCollider::heightfield(vec![0.5; 9], 3, 3, Vec3::new(4.0, 1.0, 4.0)).unwrap();
         let c = hf.query(Vec3::new(0.3, 0.2, -0.4), 0.0).unwrap();
         assert!((c.depth - 0.3).abs() < 1e-5, "{c:?}");
         assert!((c.normal - Vec3::y()).norm() < 1e-5);
@@ -975,17 +976,17 @@ mod tests {
 
     #[test]
     fn bad_input_is_rejected() {
-        assert!(Obstacle::ball(-1.0).is_err());
-        assert!(Obstacle::halfspace(Vec3::zeros()).is_err());
-        assert!(Obstacle::cuboid(Vec3::new(1.0, f64::NAN, 1.0)).is_err());
-        assert!(Obstacle::convex_hull(vec![Vec3::zeros(); 3]).is_err());
-        assert!(Obstacle::trimesh(vec![Vec3::zeros()], vec![[0, 1, 2]]).is_err());
-        assert!(Obstacle::heightfield(vec![0.0; 3], 2, 2, Vec3::repeat(1.0)).is_err());
+        assert!(ObstacleCollider::ball(-1.0).is_err());
+        assert!(ObstacleCollider::halfspace(Vec3::zeros()).is_err());
+        assert!(ObstacleCollider::cuboid(Vec3::new(1.0, f64::NAN, 1.0)).is_err());
+        assert!(ObstacleCollider::convex_hull(vec![Vec3::zeros(); 3]).is_err());
+        assert!(ObstacleCollider::trimesh(vec![Vec3::zeros()], vec![[0, 1, 2]]).is_err());
+        assert!(ObstacleCollider::heightfield(vec![0.0; 3], 2, 2, Vec3::repeat(1.0)).is_err());
     }
 
     #[test]
     fn kinematic_velocity_from_motion() {
-        let mut o = Obstacle::cuboid(Vec3::repeat(0.5)).unwrap();
+        let mut o = ObstacleCollider::cuboid(Vec3::repeat(0.5)).unwrap();
         o.move_to(Vec3::new(0.1, 0.0, 0.0), UnitQuaternion::identity(), 0.05)
             .unwrap();
         assert!((o.linear_velocity() - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-12);

@@ -22,8 +22,8 @@ pub enum ObstacleError {
     /// A convex hull needs at least four non-coplanar points.
     #[error("the convex hull of {0} points is degenerate")]
     DegenerateHull(usize),
-    /// A half-space normal given to [`Obstacle::new`](super::Obstacle::new) is not of unit length
-    /// ([`Obstacle::halfspace`](super::Obstacle::halfspace) normalises it).
+    /// A half-space normal given to [`ObstacleCollider::new`](super::ObstacleCollider::new) is not of unit length
+    /// ([`ObstacleCollider::halfspace`](super::ObstacleCollider::halfspace) normalises it).
     #[error("half-space normal must be a unit vector, got length {0}")]
     UnnormalizedNormal(f64),
     /// The triangle mesh is empty or has invalid indices.

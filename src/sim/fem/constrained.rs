@@ -321,7 +321,7 @@ mod tests {
 
     fn lame(e: f64, nu: f64) -> Lame {
         Lame::of(
-            &crate::sim::SoftMaterial::RUBBER
+            &crate::sim::MaterialParams::RUBBER
                 .with_youngs_modulus(e)
                 .with_poisson_ratio(nu),
         )

@@ -30,7 +30,7 @@
 //! Both agree with linear elasticity for small strains, are rest-stable (`P(R) = 0` for a
 //! rotation `R`) and stay finite for inverted elements (`J < 0`).
 
-use crate::sim::material::SoftMaterial;
+use crate::sim::material::MaterialParams;
 use crate::sim::math::{Mat3, Vec3};
 
 /// An isotropic hyperelastic material model of the Newton solver.
@@ -56,8 +56,8 @@ pub struct Lame {
 
 impl Lame {
     /// The Lame parameters of a material's Young's modulus and Poisson ratio
-    /// ([`SoftMaterial::lame_mu`], [`SoftMaterial::lame_lambda`]).
-    pub fn of(material: &SoftMaterial) -> Self {
+    /// ([`MaterialParams::lame_mu`], [`MaterialParams::lame_lambda`]).
+    pub fn of(material: &MaterialParams) -> Self {
         Self {
             mu: material.lame_mu(),
             lambda: material.lame_lambda(),

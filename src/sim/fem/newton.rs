@@ -447,7 +447,7 @@ mod tests {
 
     fn rubber() -> Lame {
         Lame::of(
-            &crate::sim::SoftMaterial::RUBBER
+            &crate::sim::MaterialParams::RUBBER
                 .with_youngs_modulus(1.0e5)
                 .with_poisson_ratio(0.3),
         )

@@ -1421,7 +1421,7 @@ mod tests {
     /// A cube of 4,913 vertices (above the size from which the passes run in parallel) whose
     /// bottom is pushed 1 cm up by its rows, under gravity: the QP of a PD step on the floor.
     fn floor_qp() -> (crate::sim::pd::PdSystem, Vec<Vec3>, Vec<ConstraintRow>) {
-        use crate::sim::material::SoftMaterial;
+        use crate::sim::material::MaterialParams;
         use crate::sim::mesh::TetMesh;
         use crate::sim::pd::{PdSetup, PdSystem};
         let mesh = TetMesh::cuboid(Vec3::repeat(0.5), 16);
@@ -1429,7 +1429,7 @@ mod tests {
         let pd = PdSystem::new(
             &mesh,
             PdSetup {
-                material: &SoftMaterial::RUBBER,
+                material: &MaterialParams::RUBBER,
                 dt: 1.0 / 60.0,
                 pinned: &[],
                 attach_stiffness: &[],

@@ -11,7 +11,7 @@ use super::solver::{NewtonState, Solver};
 use super::workspace::Workspace;
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::fem::{FemModel, Lame};
-use crate::sim::material::SoftMaterial;
+use crate::sim::material::MaterialParams;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 use crate::sim::pd::{PdSetup, PdSystem, PointSpring};
@@ -45,10 +45,12 @@ impl Rebuild {
 /// The points of a body with `vertex_count` vertices that collide with obstacles: `proxies`
 /// first (so a proxy's index is its collider index), then every vertex no proxy is exactly.
 ///
-/// Only proxies take part in soft-soft contact; interior vertices collide with obstacles so
-/// that a soft body whose surface layer is crushed or inverted on impact (a jelly landing
-/// faster than its wave speed) cannot pass its inside through the obstacle and end below the
-/// floor. Their rows are single-vertex rows like a vertex proxy's.
+/// These are the obstacle colliders only: soft-soft contact takes the tet mesh's surface
+/// vertices against the other body's boundary triangles, whatever the proxies
+/// ([`crate::sim::contact::soft`]). Interior vertices collide with obstacles so that a soft
+/// body whose surface layer is crushed or inverted on impact (a jelly landing faster than its
+/// wave speed) cannot pass its inside through the obstacle and end below the floor. Their rows
+/// are single-vertex rows like a vertex proxy's.
 pub(crate) fn collision_points(
     vertex_count: usize,
     proxies: &[EmbeddedPoint],
@@ -82,7 +84,7 @@ pub(crate) fn listed_collision_points(
 #[derive(Debug)]
 pub struct SoftBody {
     pub(crate) mesh: Arc<TetMesh>,
-    pub(crate) material: SoftMaterial,
+    pub(crate) material: MaterialParams,
     pub(crate) pd: Option<PdSystem>,
     /// The Newton solver's state, with [`super::Solver::NewtonMprgp`] only (built on the first
     /// step with it, and again after every edit that rebuilds or refactors the PD system).
@@ -129,7 +131,7 @@ pub struct SoftBody {
 }
 
 impl SoftBody {
-    pub(crate) fn new(mesh: Arc<TetMesh>, material: SoftMaterial, positions: Vec<Vec3>) -> Self {
+    pub(crate) fn new(mesh: Arc<TetMesh>, material: MaterialParams, positions: Vec<Vec3>) -> Self {
         let n = mesh.vertex_count();
         let proxies: Vec<EmbeddedPoint> = mesh
             .surface_vertices()

@@ -1,5 +1,5 @@
 //! Two-way coupling with rigid bodies: a coupled obstacle
-//! ([`crate::sim::Obstacle::set_coupling`]) is a dynamic rigid body whose six end-pose unknowns
+//! ([`crate::sim::ObstacleCollider::set_coupling`]) is a dynamic rigid body whose six end-pose unknowns
 //! join the contact QP of every island it touches, so the soft bodies and the rigid body are
 //! solved as one implicit step.
 //!
@@ -58,7 +58,7 @@
 use nalgebra::{Matrix3, UnitQuaternion};
 
 use super::body::SoftBody;
-use crate::sim::contact::{Contact, Obstacle};
+use crate::sim::contact::{Contact, ObstacleCollider};
 use crate::sim::math::Vec3;
 
 /// No coupled body for this obstacle.
@@ -184,7 +184,7 @@ impl Coupling {
     /// (obstacles sharing a [`crate::sim::RigidCoupling::body`] are one body; the first one's
     /// mass properties and state stand for it), its obstacles placed at the end of its free
     /// motion.
-    pub fn begin(&mut self, obstacles: &mut [Obstacle], h: f64) {
+    pub fn begin(&mut self, obstacles: &mut [ObstacleCollider], h: f64) {
         self.entries.clear();
         self.members.clear();
         self.entry_of.clear();
@@ -233,7 +233,7 @@ impl Coupling {
 
     /// Every coupled obstacle at its body's end pose (by the current displacement) and
     /// velocities.
-    fn place_all(&self, obstacles: &mut [Obstacle], h: f64) {
+    fn place_all(&self, obstacles: &mut [ObstacleCollider], h: f64) {
         for &(entry, k, start) in &self.members {
             let e = &self.entries[entry as usize];
             let turn = UnitQuaternion::from_scaled_axis(h * e.free[1] + e.displacement[1]);
@@ -249,7 +249,7 @@ impl Coupling {
     /// safeguard.
     pub fn settle<'a>(
         &mut self,
-        obstacles: &mut [Obstacle],
+        obstacles: &mut [ObstacleCollider],
         shares: impl Iterator<Item = RigidShare>,
         contacts: impl Iterator<Item = (u32, &'a Contact)>,
         bodies: &[SoftBody],
@@ -353,7 +353,7 @@ impl Coupling {
     /// After the velocity phases: every coupled obstacle at its end pose with its final
     /// velocities, and the soft bodies' effect on it in its response (accumulated over the
     /// step's substeps).
-    pub fn finish(&mut self, obstacles: &mut [Obstacle], h: f64) {
+    pub fn finish(&mut self, obstacles: &mut [ObstacleCollider], h: f64) {
         if !self.any() {
             return;
         }

@@ -9,7 +9,7 @@ use super::SoftWorld;
 use super::error::{WorldError, check_finite, check_vertex};
 use super::handles::BodyHandle;
 use crate::sim::embed::embed_points;
-use crate::sim::material::SoftMaterial;
+use crate::sim::material::MaterialParams;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 
@@ -20,7 +20,7 @@ use crate::sim::mesh::TetMesh;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use bevy_deformable::sim::{BodyDesc, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+/// use bevy_deformable::sim::{BodyDesc, MaterialParams, SoftWorld, TetMesh, Vec3, WorldSettings};
 ///
 /// let mut world = SoftWorld::new(WorldSettings::default());
 /// let bar = Arc::new(TetMesh::try_cuboid(Vec3::new(0.5, 0.05, 0.05), 10).unwrap());
@@ -29,7 +29,7 @@ use crate::sim::mesh::TetMesh;
 ///     .collect();
 /// let body = world
 ///     .add_body_from(
-///         &BodyDesc::new(bar, SoftMaterial::RUBBER)
+///         &BodyDesc::new(bar, MaterialParams::RUBBER)
 ///             .with_position(Vec3::new(0.0, 1.0, 0.0))
 ///             .with_scale(Vec3::new(2.0, 1.0, 1.0))
 ///             .with_pins(top),
@@ -42,7 +42,7 @@ pub struct BodyDesc {
     /// The tet mesh: its rest shape (m), before scale and pose.
     pub mesh: Arc<TetMesh>,
     /// The material.
-    pub material: SoftMaterial,
+    pub material: MaterialParams,
     /// Where the rest shape's origin goes (m).
     pub position: Vec3,
     /// How the scaled rest shape is turned.
@@ -66,7 +66,7 @@ pub struct BodyDesc {
 impl BodyDesc {
     /// A body of `mesh` and `material` at the origin, unscaled, at rest, with nothing pinned
     /// or attached.
-    pub fn new(mesh: Arc<TetMesh>, material: SoftMaterial) -> Self {
+    pub fn new(mesh: Arc<TetMesh>, material: MaterialParams) -> Self {
         Self {
             mesh,
             material,
@@ -212,7 +212,7 @@ mod tests {
     fn desc() -> BodyDesc {
         BodyDesc::new(
             Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 2)),
-            SoftMaterial::RUBBER,
+            MaterialParams::RUBBER,
         )
     }
 
@@ -255,7 +255,10 @@ mod tests {
             desc().with_proxies(vec![Vec3::new(f64::NAN, 0.0, 0.0)]),
             desc().with_velocity(Vec3::new(f64::INFINITY, 0.0, 0.0)),
             desc().with_position(Vec3::new(0.0, f64::NAN, 0.0)),
-            BodyDesc::new(desc().mesh, SoftMaterial::RUBBER.with_youngs_modulus(-1.0)),
+            BodyDesc::new(
+                desc().mesh,
+                MaterialParams::RUBBER.with_youngs_modulus(-1.0),
+            ),
         ];
         for d in &bad {
             assert!(world.add_body_from(d).is_err(), "{d:?}");

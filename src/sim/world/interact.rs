@@ -196,7 +196,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::sim::{SoftMaterial, TetMesh, WorldSettings};
+    use crate::sim::{MaterialParams, TetMesh, WorldSettings};
 
     fn world_with_cube() -> (SoftWorld, BodyHandle) {
         let settings = WorldSettings {
@@ -206,7 +206,7 @@ mod tests {
         let mut world = SoftWorld::new(settings);
         let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3));
         let h = world
-            .add_body(mesh, SoftMaterial::RUBBER, Vec3::zeros())
+            .add_body(mesh, MaterialParams::RUBBER, Vec3::zeros())
             .unwrap();
         (world, h)
     }
@@ -288,7 +288,7 @@ mod tests {
         let mut world = SoftWorld::new(WorldSettings::default());
         let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 3));
         let h = world
-            .add_body(mesh, SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0))
+            .add_body(mesh, MaterialParams::RUBBER, Vec3::new(0.0, 1.0, 0.0))
             .unwrap();
         let start = world.positions(h).unwrap().to_vec();
         world

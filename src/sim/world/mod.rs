@@ -72,9 +72,9 @@ pub use settings::{
 };
 pub use solver::{DEFAULT_NEWTON_ITERATIONS, Solver};
 
-use super::contact::{ContactLcp, Obstacle};
+use super::contact::{ContactLcp, ObstacleCollider};
 use super::embed::EmbeddedPoint;
-use super::material::SoftMaterial;
+use super::material::MaterialParams;
 use super::math::Vec3;
 use super::mesh::TetMesh;
 use body::Rebuild;
@@ -85,11 +85,11 @@ use error::{check_finite, check_vertex};
 /// # Example
 /// ```
 /// use std::sync::Arc;
-/// use bevy_deformable::sim::{Obstacle, SoftMaterial, SoftWorld, TetMesh, Vec3, WorldSettings};
+/// use bevy_deformable::sim::{ObstacleCollider, MaterialParams, SoftWorld, TetMesh, Vec3, WorldSettings};
 /// let mut world = SoftWorld::new(WorldSettings::default());
 /// let cube = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 3));
-/// let body = world.add_body(cube, SoftMaterial::RUBBER, Vec3::new(0.0, 1.0, 0.0)).unwrap();
-/// world.add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap()).unwrap();
+/// let body = world.add_body(cube, MaterialParams::RUBBER, Vec3::new(0.0, 1.0, 0.0)).unwrap();
+/// world.add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap()).unwrap();
 /// for _ in 0..60 {
 ///     world.step(1.0 / 60.0).unwrap();
 /// }
@@ -101,7 +101,7 @@ pub struct SoftWorld {
     settings: WorldSettings,
     bodies: Vec<SoftBody>,
     body_ids: handles::HandleTable,
-    obstacles: Vec<Obstacle>,
+    obstacles: Vec<ObstacleCollider>,
     obstacle_ids: handles::HandleTable,
     next_id: u32,
     state: step::StepState,
@@ -179,7 +179,7 @@ impl SoftWorld {
     pub fn add_body(
         &mut self,
         mesh: Arc<TetMesh>,
-        material: SoftMaterial,
+        material: MaterialParams,
         position: Vec3,
     ) -> Result<BodyHandle, WorldError> {
         self.add_body_with_pose(mesh, material, position, UnitQuaternion::identity())
@@ -192,7 +192,7 @@ impl SoftWorld {
     pub fn add_body_with_pose(
         &mut self,
         mesh: Arc<TetMesh>,
-        material: SoftMaterial,
+        material: MaterialParams,
         position: Vec3,
         rotation: UnitQuaternion<f64>,
     ) -> Result<BodyHandle, WorldError> {
@@ -231,8 +231,11 @@ impl SoftWorld {
     ///
     /// # Errors
     /// [`WorldError::Obstacle`] for a pose or velocity that is not finite or out of range
-    /// ([`Obstacle::validate`]).
-    pub fn add_obstacle(&mut self, obstacle: Obstacle) -> Result<ObstacleHandle, WorldError> {
+    /// ([`ObstacleCollider::validate`]).
+    pub fn add_obstacle(
+        &mut self,
+        obstacle: ObstacleCollider,
+    ) -> Result<ObstacleHandle, WorldError> {
         obstacle.validate()?;
         let id = self.fresh_id();
         self.obstacles.push(obstacle);
@@ -255,11 +258,11 @@ impl SoftWorld {
         }
     }
 
-    /// Mutable access to an obstacle (to move it: [`Obstacle::move_to`]).
+    /// Mutable access to an obstacle (to move it: [`ObstacleCollider::move_to`]).
     ///
     /// # Errors
     /// [`WorldError::UnknownObstacle`].
-    pub fn obstacle_mut(&mut self, h: ObstacleHandle) -> Result<&mut Obstacle, WorldError> {
+    pub fn obstacle_mut(&mut self, h: ObstacleHandle) -> Result<&mut ObstacleCollider, WorldError> {
         let i = self
             .obstacle_ids
             .position(h.0)
@@ -271,7 +274,7 @@ impl SoftWorld {
     ///
     /// # Errors
     /// [`WorldError::UnknownObstacle`].
-    pub fn obstacle(&self, h: ObstacleHandle) -> Result<&Obstacle, WorldError> {
+    pub fn obstacle(&self, h: ObstacleHandle) -> Result<&ObstacleCollider, WorldError> {
         let i = self
             .obstacle_ids
             .position(h.0)
@@ -280,7 +283,7 @@ impl SoftWorld {
     }
 
     /// All obstacles, in order.
-    pub fn obstacles(&self) -> &[Obstacle] {
+    pub fn obstacles(&self) -> &[ObstacleCollider] {
         &self.obstacles
     }
 
@@ -334,7 +337,7 @@ impl SoftWorld {
     ///
     /// # Errors
     /// [`WorldError::UnknownBody`].
-    pub fn material(&self, h: BodyHandle) -> Result<&SoftMaterial, WorldError> {
+    pub fn material(&self, h: BodyHandle) -> Result<&MaterialParams, WorldError> {
         Ok(&self.body(h)?.material)
     }
 
@@ -345,7 +348,7 @@ impl SoftWorld {
     pub fn set_material(
         &mut self,
         h: BodyHandle,
-        material: SoftMaterial,
+        material: MaterialParams,
     ) -> Result<(), WorldError> {
         material.validate()?;
         let b = self.body_mut(h)?;

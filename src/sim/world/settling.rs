@@ -1,7 +1,7 @@
 //! Settling: extra damping of a body's rigid motion once it has moved slowly for a while.
 //!
 //! A stack of soft cubes has a swaying mode in which each cube rocks almost rigidly on the one
-//! below; the cubes barely deform in it, so [`crate::sim::SoftMaterial::damping`] (which damps
+//! below; the cubes barely deform in it, so [`crate::sim::MaterialParams::damping`] (which damps
 //! deformation only) hardly touches it, and with the step's friction lagging by one PD iteration
 //! it can keep going for tens of seconds (README, "caveats"). Game engines meet the same problem
 //! with a settling phase before sleep: PhysX's deformable bodies damp the motion of a body that

@@ -37,7 +37,7 @@ use super::body::Bounds;
 use super::body::SoftBody;
 use super::island::Island;
 use super::settings::WorldSettings;
-use crate::sim::contact::Obstacle;
+use crate::sim::contact::ObstacleCollider;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::bounds;
 
@@ -89,7 +89,7 @@ fn wake_all(bodies: &mut [SoftBody]) {
 /// docs), or every body when sleeping is off.
 pub(crate) fn wake_touched(
     bodies: &mut [SoftBody],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
     st: &mut SleepState,
@@ -180,7 +180,7 @@ pub(crate) fn wake_touched(
 pub(crate) fn fall_asleep(
     bodies: &mut [SoftBody],
     islands: &[Island],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
 ) {

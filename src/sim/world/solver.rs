@@ -33,7 +33,7 @@
 //!   refactors only where the corrections stall (the step's `newton` module);
 //! - the contact QPs are not solved in the contact subspace (its cached `A^-1` columns belong
 //!   to a constant matrix), always by MPRGP;
-//! - strain limits ([`crate::sim::StrainLimits`]) are PD constraints: the Newton solver does not
+//! - strain limits ([`crate::sim::StrainLimitParams`]) are PD constraints: the Newton solver does not
 //!   apply them.
 
 use crate::sim::fem::stepping::ElementEvaluation;
@@ -41,7 +41,7 @@ use crate::sim::fem::{FemModel, Lame, NewtonSetup, NewtonSetupError, NewtonSyste
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 
-use crate::sim::material::SoftMaterial;
+use crate::sim::material::MaterialParams;
 
 /// The solver of a [`super::SoftWorld`] (see the module docs of `sim::world::solver` for the
 /// trade-offs).
@@ -97,7 +97,7 @@ impl NewtonState {
     /// The state of a body of mesh `mesh` and `material`, with `pinned` vertices.
     pub fn new(
         mesh: &TetMesh,
-        material: &SoftMaterial,
+        material: &MaterialParams,
         model: FemModel,
         pinned: &[bool],
     ) -> Result<Self, NewtonSetupError> {

@@ -43,7 +43,7 @@ pub(crate) struct Workspace {
     /// The number of island contacts at which every column they need was last found cached
     /// in this step (`None`: not yet, or not all fit).
     pub columns_complete: Option<usize>,
-    /// Obstacle contacts found speculatively at the start of the step.
+    /// ObstacleCollider contacts found speculatively at the start of the step.
     pub contacts: Vec<Contact>,
     pub proxy_positions: Vec<Vec3>,
     /// Proxy positions at the prediction (speculative detection).

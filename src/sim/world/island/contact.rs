@@ -2,7 +2,7 @@
 //! edge-edge), its vertex terms, identity across steps and coefficients. A leaf of the island:
 //! every stage reads contacts, none is imported here.
 
-use crate::sim::contact::{Contact, EdgeContact, Obstacle, SoftContact};
+use crate::sim::contact::{Contact, EdgeContact, ObstacleCollider, SoftContact};
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;
 
@@ -146,7 +146,11 @@ impl IslandContact {
     }
 
     /// Friction and restitution of the contact (combined).
-    pub(super) fn coefficients(&self, bodies: &[SoftBody], obstacles: &[Obstacle]) -> (f64, f64) {
+    pub(super) fn coefficients(
+        &self,
+        bodies: &[SoftBody],
+        obstacles: &[ObstacleCollider],
+    ) -> (f64, f64) {
         match self {
             IslandContact::Obstacle { body, contact } => bodies[*body as usize]
                 .material

@@ -9,7 +9,7 @@ use super::contact::{ContactKey, IslandContact};
 use super::layout::Layout;
 use super::rigid::NO_RIGID;
 use crate::sim::contact::lcp::tangents;
-use crate::sim::contact::{FrictionModel, Obstacle};
+use crate::sim::contact::{FrictionModel, ObstacleCollider};
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::settings::WorldSettings;
@@ -434,7 +434,7 @@ impl Island {
     ///   locally, its patch moving many times further than the whole body would, so the rigid
     ///   step overshot every iteration, and the lagged force did positive work on the slip.
     ///   The energy audit ([`crate::sim::world::EnergyAudit`]) measured a jelly sphere
-    ///   (`SoftMaterial::JELLY`, 0.3 m, on the floor) gaining 30-50 J per second from friction
+    ///   (`MaterialParams::JELLY`, 0.3 m, on the floor) gaining 30-50 J per second from friction
     ///   and rolling off by metres; with the exact response friction takes energy out and the
     ///   sphere comes to rest (`tests/sim_rest.rs`).
     /// - **The local part**, `l <- l - (s - s_g) / (h^2 s_c)` with `s_c = sum_v w_v^2 / m_v`:
@@ -451,7 +451,7 @@ impl Island {
         &mut self,
         id: u32,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         layout: Layout<'_>,
         settings: &WorldSettings,
         h: f64,

@@ -74,7 +74,7 @@ use super::report::FreezeReason;
 use super::settings::WorldSettings;
 use super::solver::Solver;
 use crate::sim::contact::{
-    Contact, EdgeContact, Obstacle, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
+    Contact, EdgeContact, ObstacleCollider, RowDecoupler, RowSource, RowSpec, RowTerm, SoftContact,
 };
 use crate::sim::math::Vec3;
 use crate::sim::qp::mprgp::Mprgp;
@@ -235,7 +235,7 @@ impl Island {
     pub fn begin(
         &mut self,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         soft: impl Iterator<Item = SoftContact>,
         edges: impl Iterator<Item = EdgeContact>,
         memory: &ContactMemory,
@@ -460,7 +460,7 @@ impl Island {
         &mut self,
         first: usize,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         settings: &WorldSettings,
     ) {
         for c in &self.contacts[first..] {
@@ -536,7 +536,7 @@ impl Island {
         &mut self,
         id: u32,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         layout: Layout<'_>,
         skin: f64,
         push_out: f64,
@@ -547,7 +547,7 @@ impl Island {
             let v = self.violation(i, bodies, skin);
             self.order.push((v, i as u32));
         }
-        // Obstacle rows first, then the soft rows, each deepest first. An obstacle row is the
+        // ObstacleCollider rows first, then the soft rows, each deepest first. An obstacle row is the
         // only thing that keeps a vertex out of an immovable obstacle, while a soft row whose
         // vertex is taken holds it and constrains the other body's corner alone: ranked by
         // depth among the soft rows, a vertex pressed by a neighbour into a wall could lose its
@@ -756,7 +756,7 @@ impl Island {
         &mut self,
         id: u32,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         layout: Layout<'_>,
         settings: &WorldSettings,
         coupling: &Coupling,

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use super::contact::IslandContact;
 use super::{Island, VIOLATION_TOLERANCE};
 use crate::sim::contact::{
-    Contact, Obstacle, SoftContact, SoftSurface, detect_contacts, detect_soft_contacts,
+    Contact, ObstacleCollider, SoftContact, SoftSurface, detect_contacts, detect_soft_contacts,
 };
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;
@@ -67,7 +67,7 @@ impl Island {
     pub fn redetect(
         &mut self,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         settings: &WorldSettings,
         h: f64,
     ) -> usize {
@@ -141,7 +141,7 @@ impl MemberSearch {
         &mut self,
         b: u32,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         known: &Known<'_>,
         push_out: f64,
     ) {

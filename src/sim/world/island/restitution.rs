@@ -11,7 +11,7 @@
 use super::Island;
 use super::contact::IslandContact;
 use super::layout::Layout;
-use crate::sim::contact::Obstacle;
+use crate::sim::contact::ObstacleCollider;
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;
 
@@ -45,7 +45,7 @@ impl Island {
         &mut self,
         id: u32,
         bodies: &[SoftBody],
-        obstacles: &[Obstacle],
+        obstacles: &[ObstacleCollider],
         layout: Layout<'_>,
     ) -> Option<f64> {
         self.force.iter_mut().for_each(|f| *f = Vec3::zeros());
@@ -105,7 +105,7 @@ impl Island {
 pub(super) fn approach_speed(
     contact: &IslandContact,
     bodies: &[SoftBody],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
 ) -> f64 {
     let (terms, count) = contact.terms(bodies);
     let mut v: Vec3 = terms[..count]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::sim::math::Vec3;
 use crate::sim::world::{Sleeping, SoftWorld, WorldSettings};
-use crate::sim::{Obstacle, SoftMaterial, TetMesh};
+use crate::sim::{MaterialParams, ObstacleCollider, TetMesh};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -19,10 +19,10 @@ fn dropped_pair(lift: f64, steps: usize) -> (SoftWorld, SoftWorld) {
         });
         let mesh = Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.25), 6).unwrap());
         world
-            .add_body(mesh, SoftMaterial::RUBBER, Vec3::new(0.0, lift, 0.0))
+            .add_body(mesh, MaterialParams::RUBBER, Vec3::new(0.0, lift, 0.0))
             .unwrap();
         world
-            .add_obstacle(Obstacle::halfspace(Vec3::y()).unwrap())
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
             .unwrap();
         for _ in 0..steps {
             world.step(DT).unwrap();

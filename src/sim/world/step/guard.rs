@@ -8,7 +8,7 @@ use super::super::body::SoftBody;
 use super::super::report::FreezeReason;
 use super::super::settings::WorldSettings;
 use super::super::settling::{RigidMotion, settle};
-use crate::sim::contact::{Obstacle, detect_contacts};
+use crate::sim::contact::{ObstacleCollider, detect_contacts};
 use crate::sim::math::{Vec3, all_finite};
 use crate::sim::pd::PINNED;
 
@@ -17,7 +17,7 @@ use crate::sim::pd::PINNED;
 /// the new last good state.
 pub(super) fn finish(
     body: &mut SoftBody,
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
     failure: Option<FreezeReason>,
@@ -49,15 +49,15 @@ pub(super) fn finish(
 /// Whether the body is held or carried, and so never settles: pinned vertices, attachments, a
 /// grab spring, or a moving obstacle under it (a tilting plane must be able to tip a block that
 /// rests on it at exactly its friction angle).
-pub(super) fn held(body: &SoftBody, obstacles: &[Obstacle]) -> bool {
+pub(super) fn held(body: &SoftBody, obstacles: &[ObstacleCollider]) -> bool {
     body.grab.is_some()
         || body.pinned.iter().any(|&p| p)
         || body.attach_k.iter().any(|&k| k > 0.0)
-        || body
-            .ws
-            .touching
-            .iter()
-            .any(|&o| obstacles.get(o as usize).is_some_and(Obstacle::is_moving))
+        || body.ws.touching.iter().any(|&o| {
+            obstacles
+                .get(o as usize)
+                .is_some_and(ObstacleCollider::is_moving)
+        })
 }
 
 /// Damping of the deformation and, where the body `settles`, settling; then the checks that
@@ -138,7 +138,7 @@ fn damp_deformation(x: &[Vec3], v: &mut [Vec3], rigid: &RigidMotion, dof: &[u32]
 }
 
 /// Deepest penetration (m) of any proxy into any obstacle at the body's positions.
-fn max_penetration(body: &mut SoftBody, obstacles: &[Obstacle]) -> f64 {
+fn max_penetration(body: &mut SoftBody, obstacles: &[ObstacleCollider]) -> f64 {
     let ws = &mut body.ws;
     ws.contacts.clear();
     detect_contacts(

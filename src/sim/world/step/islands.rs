@@ -3,7 +3,7 @@
 //! island's unknowns laid out member after member ([`Layout`]) and its contacts handed to
 //! [`Island::begin`].
 
-use crate::sim::contact::Obstacle;
+use crate::sim::contact::ObstacleCollider;
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::coupling::NOT_COUPLED;
 use crate::sim::world::island::{Island, Layout, NO_ISLAND};
@@ -22,7 +22,7 @@ fn find(parent: &mut [u32], mut i: u32) -> u32 {
 /// Phase 3: union-find over bodies linked by soft contacts; islands numbered by first body.
 pub(super) fn form_islands(
     bodies: &[SoftBody],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
     st: &mut StepState,

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::newton;
 use super::residual;
 use super::state::StepState;
-use crate::sim::contact::{Obstacle, fit_surface_bvh};
+use crate::sim::contact::{ObstacleCollider, fit_surface_bvh};
 use crate::sim::math::Vec3;
 use crate::sim::world::anderson;
 use crate::sim::world::body::SoftBody;
@@ -27,7 +27,7 @@ const EXTRA_ITERATIONS: usize = 2;
 /// Phase 4: the PD iterations of every island.
 pub(super) fn iterate(
     bodies: &mut [SoftBody],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
     st: &mut StepState,
@@ -439,7 +439,7 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
 /// the positions, and the next iteration's defect corrects it: the iterations converge to the
 /// f64 solution. From 4,096 vertices the solve runs on both threads, each on its own subtrees
 /// of the factor's elimination tree, and one of them on the separators above them after
-/// ([`crate::sim::subtree_solve`]).
+/// (`crate::sim::sparse`, split along the elimination tree).
 fn unconstrained_solve(body: &mut SoftBody, force: &[Vec3]) {
     let SoftBody {
         pd, ws, last_step, ..

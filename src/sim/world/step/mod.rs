@@ -93,7 +93,7 @@ use super::body::SoftBody;
 use super::island::{Island, NO_ISLAND};
 use super::settings::WorldSettings;
 use super::sleeping::{fall_asleep, wake_touched};
-use crate::sim::contact::{LcpStats, Obstacle};
+use crate::sim::contact::{LcpStats, ObstacleCollider};
 
 /// World-level results of one substep.
 #[derive(Debug, Clone, Copy, Default)]
@@ -109,7 +109,7 @@ pub(crate) struct SubstepSummary {
 /// Advances every body by `h` seconds: the phases of the module docs, in order.
 pub(crate) fn substep(
     bodies: &mut [SoftBody],
-    obstacles_mut: &mut [Obstacle],
+    obstacles_mut: &mut [ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
     st: &mut StepState,

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::sim::contact::{
-    BodyBvh, Obstacle, detect_contacts_swept, fit_edge_bvh, fit_surface_bvh,
+    BodyBvh, ObstacleCollider, detect_contacts_swept, fit_edge_bvh, fit_surface_bvh,
 };
 use crate::sim::math::{Vec3, all_finite};
 use crate::sim::mesh::TetMesh;
@@ -19,7 +19,7 @@ use crate::sim::world::settings::WorldSettings;
 /// obstacle contacts along the motion, fit the BVHs.
 pub(super) fn prepare(
     body: &mut SoftBody,
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
 ) {

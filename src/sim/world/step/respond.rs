@@ -8,7 +8,7 @@ use super::super::body::SoftBody;
 use super::super::island::{EDGE_SKIN_SHARE, IslandContact, Layout, NO_ISLAND};
 use super::super::settings::WorldSettings;
 use super::state::StepState;
-use crate::sim::contact::{LcpContact, LcpStats, Obstacle};
+use crate::sim::contact::{LcpContact, LcpStats, ObstacleCollider};
 use crate::sim::math::Vec3;
 use crate::sim::pd::PINNED;
 use crate::sim::world::audit::{gravitational, kinetic};
@@ -25,7 +25,7 @@ const TOUCHING_GAP: f64 = 1e-5;
 /// bouncing contacts leave at `e` times their approach speed.
 pub(super) fn restitute(
     bodies: &mut [SoftBody],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     h: f64,
     st: &mut StepState,
 ) {
@@ -98,7 +98,7 @@ pub(super) fn restitute(
 /// its impulses change the velocities.
 pub(super) fn respond(
     bodies: &mut [SoftBody],
-    obstacles: &[Obstacle],
+    obstacles: &[ObstacleCollider],
     settings: &WorldSettings,
     h: f64,
     st: &mut StepState,

@@ -44,6 +44,12 @@ pub mod skin;
 pub mod status;
 pub mod tuning;
 
+// The README's Rust snippets are compiled (and, where they do not open a window, run) as
+// doctests, so the handbook cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld};
 
 /// The types a game needs: the plugins, the components and their constructors' types (vertex

@@ -5,6 +5,7 @@
 # moment however slowly the machine renders), and saves its picture here.
 #
 # Usage: bash assets/screenshots/regenerate.sh [example ...]   (default: every pictured example)
+# PROFILE=debug uses debug builds (slower frames, same pictures: the clock is fixed per frame).
 # Needs: xvfb, xauth, mesa-vulkan-drivers (installed when missing; run as root or with sudo).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +31,8 @@ if ! command -v xvfb-run >/dev/null || ! ls /usr/share/vulkan/icd.d/lvp_icd*.jso
 fi
 
 target_dir="${CARGO_TARGET_DIR:-target}"
+profile="${PROFILE:-release}"
+if [ "$profile" = release ]; then build_flag=--release; else build_flag=; fi
 runtime_dir="$(mktemp -d)"
 chmod 700 "$runtime_dir"
 for name in "${names[@]}"; do
@@ -38,10 +41,10 @@ for name in "${names[@]}"; do
         echo "no frame count for '$name' in $0" >&2
         exit 1
     fi
-    cargo build --release --features avian --example "$name"
+    cargo build $build_flag --features avian --example "$name"
     echo "== $name: $n frames"
     # CARGO_MANIFEST_DIR lets the example find its assets when run outside `cargo run`.
     CARGO_MANIFEST_DIR="$PWD" XDG_RUNTIME_DIR="$runtime_dir" WGPU_BACKEND=vulkan \
         DEFORMABLE_FRAMES="$n" DEFORMABLE_SCREENSHOT="$PWD/assets/screenshots/$name.png" \
-        xvfb-run -a -s "-screen 0 1280x720x24" "$target_dir/release/examples/$name"
+        xvfb-run -a -s "-screen 0 1280x720x24" "$target_dir/$profile/examples/$name"
 done

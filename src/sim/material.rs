@@ -198,12 +198,13 @@ pub enum MaterialError {
 /// The largest Poisson ratio the volume term is built for: above it `lambda` is taken at 0.49
 /// (`lambda = 49 mu`). Closer to 0.5 the volume weight grows without bound, the PD matrix loses
 /// the precision of its factorization, and the step's error shows as energy: a cube at
-/// `nu = 0.4999999` was thrown 13 m up. The stability grid (README) covers up to 0.49.
+/// `nu = 0.4999999` was thrown 13 m up. The stability grid (`docs/PERFORMANCE.md`) covers up
+/// to 0.49.
 pub const MAX_EFFECTIVE_POISSON_RATIO: f64 = 0.49;
 
 /// The presets' strain-rate damping time (s). With 0.01 s two cells of the stability grid (0.5 m
-/// cubes at E = 1e4 Pa, h = 1/240 s, README) still bounced at 0.08-0.1 m/s after 5 s; with
-/// 0.02 s every cell rests.
+/// cubes at E = 1e4 Pa, h = 1/240 s, `docs/PERFORMANCE.md`) still bounced at 0.08-0.1 m/s after
+/// 5 s; with 0.02 s every cell rests.
 pub const STRAIN_DAMPING: f64 = 0.02;
 
 impl MaterialParams {

@@ -80,7 +80,7 @@ pub struct WorldSettings {
     /// ([`crate::sim::contact::edge_edge`]). With [`Self::self_collision`] also within one body,
     /// and there also a crease pressed into a face draped over it (a folded layer over the side
     /// edge of the layer below). Default: true: without them a stack of cubes crosses at its
-    /// edges. Off, the broadphase costs about half (see the README's performance figures).
+    /// edges. Off, the broadphase costs about half (`docs/PERFORMANCE.md`, the contacts bench).
     pub edge_contacts: bool,
     /// Separation (m) kept between touching soft surfaces, so that they never share a plane.
     /// Default: 5e-4.

@@ -3,7 +3,7 @@
 //! A stack of soft cubes has a swaying mode in which each cube rocks almost rigidly on the one
 //! below; the cubes barely deform in it, so [`crate::sim::MaterialParams::damping`] (which damps
 //! deformation only) hardly touches it, and with the step's friction lagging by one PD iteration
-//! it can keep going for tens of seconds (README, "caveats"). Game engines meet the same problem
+//! it can keep going for tens of seconds (the README's caveats). Game engines meet the same problem
 //! with a settling phase before sleep: PhysX's deformable bodies damp the motion of a body that
 //! moves slower than a settling threshold (its defaults: 0.1 m/s, 10 1/s), Jolt puts bodies to
 //! sleep whose points stay under 0.03 m/s for 0.5 s.

@@ -209,9 +209,10 @@ fn a_soft_cube_loses_the_volume_its_weight_compresses() {
     }
 }
 
-/// The whole grid, printed as a table; fails if any cell fails. Every cell passes (`docs/PERFORMANCE.md`,
-/// "Stability grid"); before the strain-rate damping the cubes and spheres at E = 1e4 Pa (and
-/// the 1 kPa cube at nu = 0.49) still bounced after 5 s at h = 1/240 s.
+/// The whole grid, printed as a table; fails if any cell fails. Every cell passes
+/// (`docs/PERFORMANCE.md`, "Stability grid"); before the strain-rate damping the cubes and
+/// spheres at E = 1e4 Pa (and the 1 kPa cube at nu = 0.49) still bounced after 5 s at
+/// h = 1/240 s.
 #[test]
 #[ignore = "the full grid takes minutes: run with --release -- --ignored --nocapture"]
 fn stability_grid() {

@@ -54,10 +54,16 @@ fn setup(
         }
     };
     let render = meshes.add(mesh_from_surface(&surface));
+    // The jelly look, but opaque: a bunny overlaps itself (ears, head), and a blended mesh
+    // draws its overlapping parts in no particular order.
+    let opaque_jelly = |color| StandardMaterial {
+        alpha_mode: AlphaMode::Opaque,
+        ..common::jelly_look(color)
+    };
     let bunnies = [
         (
             SoftMaterial::JELLY,
-            common::jelly_look(Color::srgb(0.95, 0.75, 0.8)),
+            opaque_jelly(Color::srgb(0.95, 0.75, 0.8)),
             -1.2,
             2.1,
         ),
@@ -69,7 +75,7 @@ fn setup(
         ),
         (
             SoftMaterial::JELLY.with_youngs_modulus(1.5e4),
-            common::jelly_look(Color::srgb(0.6, 0.8, 0.95)),
+            opaque_jelly(Color::srgb(0.6, 0.8, 0.95)),
             1.2,
             1.5,
         ),

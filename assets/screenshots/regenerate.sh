@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 
 # example -> frames before the picture (the moment the README's caption describes).
 declare -A frames=(
-    [showcase]=34
+    [showcase]=115
     [jelly_drop]=200
     [bunny]=300
     [pile]=600

@@ -16,7 +16,7 @@ declare -A frames=(
     [jelly_drop]=200
     [bunny]=300
     [pile]=600
-    [character]=300
+    [character]=200
 )
 
 if [ "$#" -gt 0 ]; then

@@ -1,4 +1,4 @@
-//! What every example shares: the window, an orbit camera, a light, a floor that is also an
+//! What every example shares: the window, an orbit camera, lights, a tiled floor that is also an
 //! obstacle, the inspector panel (with the scene's tuning saved to `assets/tuning/<name>.ron`),
 //! pause and single-step keys, and the headless screenshot mode CI uses.
 //!

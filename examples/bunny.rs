@@ -54,12 +54,28 @@ fn setup(
         }
     };
     let render = meshes.add(mesh_from_surface(&surface));
+    // The jelly look, but opaque: a bunny overlaps itself (ears, head), and a blended mesh
+    // draws its overlapping parts in no particular order.
+    let opaque_jelly = |color| StandardMaterial {
+        alpha_mode: AlphaMode::Opaque,
+        ..common::jelly_look(color)
+    };
     let bunnies = [
-        (SoftMaterial::JELLY, Color::srgb(0.95, 0.75, 0.8), -1.2, 2.1),
-        (SoftMaterial::RUBBER, Color::srgb(0.8, 0.8, 0.75), 0.0, 1.8),
+        (
+            SoftMaterial::JELLY,
+            opaque_jelly(Color::srgb(0.95, 0.75, 0.8)),
+            -1.2,
+            2.1,
+        ),
+        (
+            SoftMaterial::RUBBER,
+            common::rubber_look(Color::srgb(0.8, 0.8, 0.75)),
+            0.0,
+            1.8,
+        ),
         (
             SoftMaterial::JELLY.with_youngs_modulus(1.5e4),
-            Color::srgb(0.6, 0.8, 0.95),
+            opaque_jelly(Color::srgb(0.6, 0.8, 0.95)),
             1.2,
             1.5,
         ),
@@ -78,13 +94,13 @@ fn setup(
         cage.tet_count(),
         surface.positions().len()
     );
-    for (i, (material, color, x, y)) in bunnies.into_iter().enumerate() {
+    for (i, (material, look, x, y)) in bunnies.into_iter().enumerate() {
         commands.spawn((
             Name::new(format!("bunny {i}")),
             DeformableBody::from(cage.clone()),
             material,
             Mesh3d(render.clone()),
-            MeshMaterial3d(materials.add(common::soft_look(color))),
+            MeshMaterial3d(materials.add(look)),
             Transform::from_xyz(x, y, 0.0)
                 .with_rotation(Quat::from_rotation_y(-0.6))
                 .with_scale(Vec3::splat(0.5)),

@@ -108,7 +108,7 @@ fn setup(
         Name::new("jelly cube"),
         DeformableBody::cuboid(Vec3::splat(0.18), 5).expect("valid size"),
         SoftMaterial::JELLY,
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.3, 0.8, 0.4)))),
+        MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(0.3, 0.8, 0.4)))),
         Transform::from_translation(on_path(100.0, 0.3, 0.19)),
     ));
     commands.spawn((
@@ -116,7 +116,7 @@ fn setup(
         DeformableBody::sphere(0.2, 6).expect("valid size"),
         Mesh3d(meshes.add(Sphere::new(0.2).mesh().ico(3).expect("ico(3) is valid"))),
         SoftMaterial::RUBBER,
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.2, 0.5, 0.9)))),
+        MeshMaterial3d(materials.add(common::rubber_look(Color::srgb(0.2, 0.5, 0.9)))),
         Transform::from_translation(on_path(215.0, -0.35, 0.21)),
     ));
     let stone = materials.add(Color::srgb(0.55, 0.5, 0.48));

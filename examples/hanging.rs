@@ -44,7 +44,7 @@ fn setup(
         DeformableBody::cuboid(bar, 10).expect("valid size"),
         SoftMaterial::RUBBER.with_youngs_modulus(5.0e4),
         Pin::selection(common::top_face(bar)),
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.6, 0.2)))),
+        MeshMaterial3d(materials.add(common::rubber_look(Color::srgb(0.95, 0.6, 0.2)))),
         Transform::from_xyz(-1.5, 2.0, 0.0),
     ));
     // A hook that moves, drawn as a small sphere, and a jelly block hanging from it.
@@ -62,7 +62,7 @@ fn setup(
         DeformableBody::cuboid(block, 7).expect("valid size"),
         SoftMaterial::JELLY,
         Attachment::new(hook, common::top_face(block), 2.0e3),
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.3, 0.75, 0.9)))),
+        MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(0.3, 0.75, 0.9)))),
         Transform::from_xyz(CIRCLE, 2.3, 0.0),
     ));
 }

@@ -33,7 +33,7 @@ fn setup(
         Transform::from_xyz(1.4, 0.3, 0.2),
         Obstacle::ball(0.5),
     ));
-    // Soft bodies: body (its tets), the mesh drawn for it, material, colour, where. Curved
+    // Soft bodies: body (its tets), the mesh drawn for it, material, look, where. Curved
     // bodies draw a smooth Bevy primitive embedded in their (coarser) tets; boxes draw their tet
     // surface.
     let bodies = [
@@ -42,7 +42,7 @@ fn setup(
             DeformableBody::cuboid(Vec3::splat(0.3), 6),
             None,
             SoftMaterial::JELLY,
-            Color::srgb(0.9, 0.2, 0.3),
+            common::jelly_look(Color::srgb(0.9, 0.2, 0.3)),
             Vec3::new(-1.8, 2.2, 0.0),
         ),
         (
@@ -50,7 +50,7 @@ fn setup(
             DeformableBody::sphere(0.35, 8),
             Some(Sphere::new(0.35).mesh().ico(4).expect("ico(4) is valid")),
             SoftMaterial::RUBBER,
-            Color::srgb(0.2, 0.6, 0.9),
+            common::rubber_look(Color::srgb(0.2, 0.6, 0.9)),
             Vec3::new(1.3, 2.4, 0.1),
         ),
         (
@@ -64,7 +64,7 @@ fn setup(
                     .build(),
             ),
             SoftMaterial::FLESH,
-            Color::srgb(0.95, 0.65, 0.45),
+            common::flesh_look(Color::srgb(0.95, 0.65, 0.45)),
             Vec3::new(0.3, 1.8, -1.2),
         ),
         (
@@ -72,16 +72,16 @@ fn setup(
             DeformableBody::cuboid(Vec3::new(0.5, 0.15, 0.25), 8),
             None,
             SoftMaterial::JELLY.with_youngs_modulus(8.0e3),
-            Color::srgb(0.3, 0.85, 0.35),
+            common::jelly_look(Color::srgb(0.3, 0.85, 0.35)),
             Vec3::new(0.0, 3.2, 1.3),
         ),
     ];
-    for (name, mesh, render, material, color, at) in bodies {
+    for (name, mesh, render, material, look, at) in bodies {
         let mut body = commands.spawn((
             Name::new(name),
             mesh.expect("valid size"),
             material,
-            MeshMaterial3d(materials.add(common::soft_look(color))),
+            MeshMaterial3d(materials.add(look)),
             Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.4)),
         ));
         if let Some(render) = render {

@@ -59,7 +59,7 @@ fn setup(
             -0.2 + 0.4 * ((i / 2) % 2) as f32 - 0.05 * layer as f32,
         );
         let material = SoftMaterial::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f32);
-        let look = MeshMaterial3d(materials.add(common::soft_look(color)));
+        let look = MeshMaterial3d(materials.add(common::rubber_look(color)));
         let transform =
             Transform::from_translation(at).with_rotation(Quat::from_rotation_y(0.3 * i as f32));
         if i % 2 == 0 {

@@ -27,10 +27,10 @@ struct Paddle;
 fn main() {
     let scene = common::ExampleScene {
         // Right of the scene's centre, so the scene sits left of the panel.
-        focus: Vec3::new(1.2, 0.4, 0.2),
-        distance: 6.3,
-        yaw: 0.35,
-        pitch: 0.45,
+        focus: Vec3::new(1.2, 0.8, 0.1),
+        distance: 3.9,
+        yaw: 0.4,
+        pitch: 0.3,
     };
     common::example_app("showcase", scene)
         .add_systems(Startup, setup)
@@ -51,7 +51,7 @@ fn setup(
     let ramp_centre = Vec3::new(-2.0, 0.75, 0.0);
     commands.spawn((
         Mesh3d(meshes.add(Cuboid::from_size(2.0 * ramp_half))),
-        MeshMaterial3d(materials.add(grey(0.55))),
+        MeshMaterial3d(materials.add(Color::srgb(0.6, 0.46, 0.32))),
         Transform::from_translation(ramp_centre).with_rotation(ramp_rotation),
         Obstacle {
             friction_combine: CombineRule::Min,
@@ -72,14 +72,14 @@ fn setup(
             Name::new(format!("block mu {mu}")),
             DeformableBody::cuboid(half, 3).expect("valid size"),
             SoftMaterial::STIFF_FOAM.with_friction(mu),
-            MeshMaterial3d(materials.add(common::soft_look(color))),
+            MeshMaterial3d(materials.add(common::rubber_look(color))),
             Transform::from_translation(ramp_centre + ramp_rotation * on_ramp)
                 .with_rotation(ramp_rotation),
         ));
     }
     // Skittles: a small pyramid of rubber blocks and a foam ball thrown at it.
     let skittle = Vec3::new(0.08, 0.12, 0.08);
-    let skittle_look = materials.add(common::soft_look(Color::srgb(0.95, 0.85, 0.3)));
+    let skittle_look = materials.add(common::rubber_look(Color::srgb(0.95, 0.85, 0.3)));
     for (i, at) in [
         Vec3::new(-0.1, skittle.y, 1.2),
         Vec3::new(0.1, skittle.y, 1.2),
@@ -106,7 +106,7 @@ fn setup(
                 .with_friction(0.4)
                 .with_restitution(0.3)
         },
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.15, 0.2, 0.6)))),
+        MeshMaterial3d(materials.add(common::rubber_look(Color::srgb(0.15, 0.25, 0.8)))),
         Transform::from_xyz(-1.3, 0.35, 1.2),
         InitialVelocity(Vec3::new(4.0, 1.5, 0.0)),
     ));
@@ -122,7 +122,7 @@ fn setup(
         DeformableBody::cuboid(bar, 6).expect("valid size"),
         SoftMaterial::JELLY.with_youngs_modulus(3.0e4),
         Pin::selection(common::top_face(bar)),
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.55, 0.2)))),
+        MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(1.0, 0.55, 0.1)))),
         Transform::from_xyz(1.9, 1.5, -0.9),
     ));
     // A jelly cube dropped onto a ball.
@@ -136,7 +136,7 @@ fn setup(
         Name::new("jelly cube"),
         DeformableBody::cuboid(Vec3::splat(0.2), 5).expect("valid size"),
         SoftMaterial::JELLY,
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.85, 0.2, 0.5)))),
+        MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(0.9, 0.15, 0.45)))),
         Transform::from_xyz(0.45, 1.4, -1.0).with_rotation(Quat::from_rotation_y(0.5)),
     ));
     // A paddle sweeping a flesh capsule across the floor.
@@ -160,7 +160,7 @@ fn setup(
             ),
         ),
         SoftMaterial::FLESH,
-        MeshMaterial3d(materials.add(common::soft_look(Color::srgb(0.95, 0.65, 0.5)))),
+        MeshMaterial3d(materials.add(common::flesh_look(Color::srgb(0.93, 0.62, 0.5)))),
         Transform::from_xyz(SWEEP_CENTRE, 0.12, 1.0)
             .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
     ));

@@ -12,11 +12,11 @@ cd "$(dirname "$0")/../.."
 
 # example -> frames before the picture (the moment the README's caption describes).
 declare -A frames=(
-    [showcase]=320
+    [showcase]=115
     [jelly_drop]=200
     [bunny]=300
     [pile]=600
-    [character]=300
+    [character]=200
 )
 
 if [ "$#" -gt 0 ]; then

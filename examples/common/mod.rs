@@ -1,4 +1,4 @@
-//! What every example shares: the window, an orbit camera, a light, a floor that is also an
+//! What every example shares: the window, an orbit camera, lights, a tiled floor that is also an
 //! obstacle, the inspector panel (with the scene's tuning saved to `assets/tuning/<name>.ron`),
 //! pause and single-step keys, and the headless screenshot mode CI uses.
 //!
@@ -19,8 +19,13 @@
 use std::time::Duration;
 
 use bevy::app::AppExit;
+use bevy::asset::RenderAssetUsages;
+use bevy::image::{ImageAddressMode, ImageSampler, ImageSamplerDescriptor};
 use bevy::input::mouse::{AccumulatedMouseMotion, AccumulatedMouseScroll};
+use bevy::light::CascadeShadowConfigBuilder;
+use bevy::math::Affine2;
 use bevy::prelude::*;
+use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
 use bevy::render::view::screenshot::{Screenshot, save_to_disk};
 use bevy::time::TimeUpdateStrategy;
 use bevy_deformable::prelude::*;
@@ -137,13 +142,20 @@ impl Plugin for ExampleScene {
             });
         }
         let scene = *self;
-        app.insert_resource(ClearColor(Color::srgb(0.55, 0.68, 0.82)))
+        app.insert_resource(ClearColor(SKY))
+            // Sky-coloured ambient light, so no side is black.
+            .insert_resource(GlobalAmbientLight {
+                color: Color::srgb(0.8, 0.88, 1.0),
+                brightness: 500.0,
+                ..default()
+            })
             .add_systems(
                 Startup,
                 move |commands: Commands,
                       meshes: ResMut<Assets<Mesh>>,
-                      materials: ResMut<Assets<StandardMaterial>>| {
-                    spawn_stage(scene, commands, meshes, materials)
+                      materials: ResMut<Assets<StandardMaterial>>,
+                      images: ResMut<Assets<Image>>| {
+                    spawn_stage(scene, commands, meshes, materials, images)
                 },
             )
             .add_systems(Update, (orbit_camera, pause_and_step));
@@ -155,10 +167,20 @@ fn spawn_stage(
     mut commands: Commands,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
+    mut images: ResMut<Assets<Image>>,
 ) {
     commands.spawn((
         Camera3d::default(),
         orbit_transform(scene.focus, scene.yaw, scene.pitch, scene.distance),
+        // The far floor fades into the sky instead of ending at a hard horizon.
+        DistanceFog {
+            color: SKY,
+            falloff: FogFalloff::Linear {
+                start: 15.0,
+                end: 40.0,
+            },
+            ..default()
+        },
         OrbitCamera {
             focus: scene.focus,
             yaw: scene.yaw,
@@ -166,20 +188,89 @@ fn spawn_stage(
             distance: scene.distance,
         },
     ));
+    // Key light: a warm sun from the right, low enough for shadows to show, fitted to 20 m.
     commands.spawn((
         DirectionalLight {
-            illuminance: 9_000.0,
+            illuminance: 10_000.0,
+            color: Color::srgb(1.0, 0.96, 0.9),
             shadow_maps_enabled: true,
             ..default()
         },
-        Transform::from_xyz(4.0, 8.0, 3.0).looking_at(Vec3::ZERO, Vec3::Y),
+        CascadeShadowConfigBuilder {
+            first_cascade_far_bound: 6.0,
+            maximum_distance: 20.0,
+            ..default()
+        }
+        .build(),
+        Transform::from_xyz(5.0, 7.0, 1.5).looking_at(Vec3::ZERO, Vec3::Y),
     ));
-    // The floor: a plane you see, and the half-space obstacle it is.
+    // Fill light: a dim, cool light from the other side, without shadows, so the sides
+    // the sun misses are not black.
     commands.spawn((
-        Mesh3d(meshes.add(Plane3d::default().mesh().size(30.0, 30.0))),
-        MeshMaterial3d(materials.add(Color::srgb(0.35, 0.38, 0.35))),
+        DirectionalLight {
+            illuminance: 1_800.0,
+            color: Color::srgb(0.75, 0.85, 1.0),
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_xyz(-5.0, 3.0, 2.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    // The floor: a plane you see, and the half-space obstacle it is. Its 0.5 m tiles give a
+    // sense of scale and read as a surface under the shadows.
+    commands.spawn((
+        Mesh3d(meshes.add(Plane3d::default().mesh().size(FLOOR_SIZE, FLOOR_SIZE))),
+        MeshMaterial3d(materials.add(StandardMaterial {
+            base_color_texture: Some(images.add(floor_tiles())),
+            uv_transform: Affine2::from_scale(Vec2::splat(FLOOR_SIZE)),
+            perceptual_roughness: 0.85,
+            reflectance: 0.3,
+            ..default()
+        })),
         Obstacle::halfspace(Vec3::Y),
     ));
+}
+
+/// Side of the square floor (m).
+const FLOOR_SIZE: f32 = 30.0;
+/// Sky colour: the clear colour, and the colour the fog fades the far floor into.
+const SKY: Color = Color::srgb(0.62, 0.75, 0.88);
+
+/// A 1 m square of floor as a texture: four 0.5 m tiles in two warm greys, with thin grout
+/// lines, repeating.
+fn floor_tiles() -> Image {
+    const N: usize = 64;
+    let mut data = Vec::with_capacity(N * N * 4);
+    for y in 0..N {
+        for x in 0..N {
+            let grout = x % (N / 2) == 0 || y % (N / 2) == 0;
+            let dark = (x < N / 2) != (y < N / 2);
+            let v: [u8; 3] = if grout {
+                [78, 76, 72]
+            } else if dark {
+                [104, 101, 96]
+            } else {
+                [122, 119, 113]
+            };
+            data.extend_from_slice(&[v[0], v[1], v[2], 255]);
+        }
+    }
+    let mut image = Image::new(
+        Extent3d {
+            width: N as u32,
+            height: N as u32,
+            depth_or_array_layers: 1,
+        },
+        TextureDimension::D2,
+        data,
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::RENDER_WORLD,
+    );
+    image.sampler = ImageSampler::Descriptor(ImageSamplerDescriptor {
+        address_mode_u: ImageAddressMode::Repeat,
+        address_mode_v: ImageAddressMode::Repeat,
+        ..ImageSamplerDescriptor::linear()
+    });
+    image
 }
 
 /// The vertices within 1 mm of the top face of a box body with `half_extents` (m), to pin or
@@ -194,11 +285,55 @@ pub fn top_face(half_extents: Vec3) -> VertexSelection {
 }
 
 /// A PBR material for a soft body of this colour.
+#[allow(dead_code)] // Used by most examples; the showcase uses the looks below.
 pub fn soft_look(color: Color) -> StandardMaterial {
     StandardMaterial {
         base_color: color,
         perceptual_roughness: 0.35,
         reflectance: 0.4,
+        ..default()
+    }
+}
+
+/// Jelly: translucent and glossy, with a wet clear coat and a faint glow of its own colour, so
+/// it reads as gelatine (`alpha` 0.8: the floor shows through).
+#[allow(dead_code)] // Used by the examples with jelly bodies, not by every example.
+pub fn jelly_look(color: Color) -> StandardMaterial {
+    StandardMaterial {
+        base_color: color.with_alpha(0.8),
+        emissive: LinearRgba::from(color) * 0.25,
+        perceptual_roughness: 0.12,
+        reflectance: 0.6,
+        clearcoat: 1.0,
+        clearcoat_perceptual_roughness: 0.05,
+        alpha_mode: AlphaMode::Blend,
+        ..default()
+    }
+}
+
+/// Rubber (and foam): opaque, matte and saturated, with a broad dull highlight.
+#[allow(dead_code)] // Used by the examples with rubber bodies, not by every example.
+pub fn rubber_look(color: Color) -> StandardMaterial {
+    StandardMaterial {
+        base_color: color,
+        perceptual_roughness: 0.8,
+        reflectance: 0.25,
+        ..default()
+    }
+}
+
+/// Flesh: warm, with light scattered through it (diffuse transmission) and a soft, broad
+/// sheen from a rough clear coat.
+#[allow(dead_code)] // Used by the examples with flesh bodies, not by every example.
+pub fn flesh_look(color: Color) -> StandardMaterial {
+    StandardMaterial {
+        base_color: color,
+        emissive: LinearRgba::from(color) * 0.06,
+        perceptual_roughness: 0.55,
+        reflectance: 0.35,
+        diffuse_transmission: 0.3,
+        clearcoat: 0.4,
+        clearcoat_perceptual_roughness: 0.45,
         ..default()
     }
 }

@@ -3,6 +3,8 @@
 //!
 //! Each bunny simulates only its cage (a few hundred vertices, `TetMesh::try_enclosing`); its
 //! render vertices follow with barycentric weights, and normals are recomputed every frame.
+//! The bunnies stand on the steps by their drawn surface (`CollisionProxy::Drawn`, the
+//! default), not by their cages, which reach a cell outside them.
 //!
 //! `cargo run --release --example bunny`
 

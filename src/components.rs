@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | [`DeformableBody`] | a tet mesh that becomes a soft body; brings [`SoftMaterial`] and [`Transform`] |
 //! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, strain damping, friction, restitution; editable at run time |
-//! | [`CollisionProxy`] | extra points embedded in the tets that collide with obstacles (none by default; every vertex always does) |
+//! | [`CollisionProxy`] | what collides with obstacles: the drawn mesh (default), the tet vertices, or those and extra points |
 //! | [`Obstacle`] | a static or moving collider following the entity's `GlobalTransform` |
 //! | [`InitialVelocity`] | the velocity a body starts with |
 //! | [`Pin`] | vertices held in place where they are when the body is created, by index or [`VertexSelection`] |
@@ -243,24 +243,34 @@ impl SoftMaterial {
     }
 }
 
-/// Extra points of a body that collide with obstacles, besides its vertices.
+/// What of a body collides with obstacles.
 ///
-/// Every vertex of the tet mesh collides with obstacles (the interior ones too, so that a body
-/// crushed on impact cannot pass its inside through the floor), whatever this component says;
-/// contacts between soft bodies always use the surface vertices against the other body's
-/// surface triangles (and surface edges, see
-/// [`ContactSettings::edge_contacts`](crate::plugin::ContactSettings::edge_contacts)). What this
-/// component adds is points embedded in the tets that collide with obstacles too, so that an
-/// obstacle's corner or edge cannot poke into a coarse tet between its vertices.
+/// By default what the player sees: a body drawn with its own `Mesh3d` (a detailed mesh
+/// embedded in a coarse cage, such as [`DeformableBody::from_mesh`]) collides by that mesh's
+/// vertices, and its tet mesh's vertices only as a safety net, once one is deeper in an
+/// obstacle than 1.5 times its distance to the drawn surface, so the drawn mesh rests on the
+/// floor instead of a cell above it; a body drawn as its tet mesh's surface collides by every
+/// tet vertex (the interior ones too, so that a body crushed on impact cannot pass its inside
+/// through the floor).
+///
+/// Contacts between soft bodies always use the tet mesh's surface (its vertices against the
+/// other body's surface triangles, and surface edges, see
+/// [`ContactSettings::edge_contacts`](crate::plugin::ContactSettings::edge_contacts)), whatever
+/// this component says: two caged bodies touch by their cages.
 #[derive(Component, Reflect, Debug, Clone, Default)]
 #[reflect(Component, Default, Clone)]
 pub enum CollisionProxy {
-    /// No extra points: the vertices alone collide with obstacles. Default.
+    /// What is drawn collides (see the type's docs). Default. A drawn mesh with a vertex
+    /// outside every tet collides by the tet vertices instead (with a warning).
     #[default]
-    SurfaceVertices,
-    /// These points (m, in the body's rest frame, before its spawn `Transform`), embedded in
-    /// the tets, collide with obstacles as well as the vertices.
-    SurfaceAndPoints(Vec<Vec3>),
+    Drawn,
+    /// Every tet vertex collides, whatever is drawn: a cage collides, not the detailed mesh it
+    /// carries.
+    TetVertices,
+    /// Every tet vertex collides, and these points too (m, in the body's rest frame, before its
+    /// spawn `Transform`), embedded in the tets, so that an obstacle's corner or edge cannot poke
+    /// into a coarse tet between its vertices.
+    TetVerticesAndPoints(Vec<Vec3>),
 }
 
 /// A static or kinematic collider: a shape that follows the entity's global transform

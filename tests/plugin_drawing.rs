@@ -174,6 +174,46 @@ fn an_embedded_render_mesh_follows_the_coarse_body() {
     );
 }
 
+/// A body drawn with its own mesh collides by that mesh ([`CollisionProxy::Drawn`], the
+/// default): a sphere in a coarse cube rests with its drawn surface on the floor, the cube's
+/// corners below it; with [`CollisionProxy::TetVertices`] the cube holds the sphere up.
+#[test]
+fn a_caged_sphere_rests_on_its_drawn_surface() {
+    let lowest_drawn = |proxy: CollisionProxy| {
+        let mut app = app();
+        let detailed = Sphere::new(0.18).mesh().ico(3).unwrap();
+        let handle = app.world_mut().resource_mut::<Assets<Mesh>>().add(detailed);
+        let body = app
+            .world_mut()
+            .spawn((
+                DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.2), 2)),
+                SoftMaterial::RUBBER,
+                proxy,
+                Mesh3d(handle),
+                Transform::from_xyz(0.0, 0.25, 0.0),
+            ))
+            .id();
+        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        app.world_mut()
+            .resource_mut::<DeformableConfig>()
+            .interpolate = false;
+        for _ in 0..90 {
+            app.update();
+        }
+        let low = drawn(&app, body)
+            .iter()
+            .map(|p| p.y)
+            .fold(f32::MAX, f32::min);
+        (low, lowest(&positions(&app, body)))
+    };
+    let (drawn_low, cage_low) = lowest_drawn(CollisionProxy::default());
+    assert!(drawn_low.abs() < 1e-3, "drawn sphere at {drawn_low} m");
+    assert!(cage_low < -0.005, "cage at {cage_low} m");
+    let (drawn_low, cage_low) = lowest_drawn(CollisionProxy::TetVertices);
+    assert!(drawn_low > 0.01, "drawn sphere at {drawn_low} m");
+    assert!(cage_low > -1e-3, "cage at {cage_low} m");
+}
+
 /// Vertex positions after every fixed step, recorded right after the plugin's write-back.
 #[derive(Resource, Default)]
 struct StepLog(Vec<Vec<sim::Vec3>>);

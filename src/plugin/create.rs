@@ -70,8 +70,8 @@ fn describe(
         None => Vec::new(),
     };
     let proxies = match proxy {
-        CollisionProxy::SurfaceVertices => Vec::new(),
-        CollisionProxy::SurfaceAndPoints(points) => points.iter().map(|p| to_sim(*p)).collect(),
+        CollisionProxy::Drawn | CollisionProxy::TetVertices => Vec::new(),
+        CollisionProxy::TetVerticesAndPoints(points) => points.iter().map(|p| to_sim(*p)).collect(),
     };
     Ok(sim::BodyDesc {
         mesh,
@@ -82,6 +82,7 @@ fn describe(
         pins,
         attachments,
         proxies,
+        drawn_surface: Vec::new(),
         velocity: initial_velocity.map_or_else(sim::Vec3::zeros, |v| to_sim(v.0)),
     })
 }
@@ -129,6 +130,26 @@ fn create_body(
         );
     }
     Ok((h, world.world.mesh(h)?.clone()))
+}
+
+/// Makes body `h` collide with obstacles by its drawn mesh's `points` (embedded in its tets),
+/// if every point lies inside a tet; otherwise warns and leaves the tet vertices colliding.
+fn collide_by_drawn_mesh(
+    world: &mut DeformableWorld,
+    h: BodyHandle,
+    entity: Entity,
+    points: &[sim::EmbeddedPoint],
+) {
+    if let Some(index) = points.iter().position(|p| !p.lies_inside()) {
+        warn!(
+            "deformable body {entity}: drawn mesh vertex {index} lies outside every tet; \
+             the tet vertices collide instead"
+        );
+        return;
+    }
+    if let Err(e) = world.world.set_drawn_surface(h, points.to_vec()) {
+        warn!("deformable body {entity}: {e}; the tet vertices collide instead");
+    }
 }
 
 #[allow(clippy::type_complexity)]
@@ -232,7 +253,11 @@ pub(super) fn create_bodies(
                         let s = to_sim(transform.scale);
                         let rest: Vec<sim::Vec3> = p.iter().map(|q| q.component_mul(&s)).collect();
                         commands.entity(entity).insert(Mesh3d(meshes.add(copy)));
-                        sim::embed::embed_points(&mesh, &rest)
+                        let points = sim::embed::embed_points(&mesh, &rest);
+                        if matches!(proxy, CollisionProxy::Drawn) {
+                            collide_by_drawn_mesh(&mut world, h, entity, &points);
+                        }
+                        points
                     }
                     None => {
                         let (render_mesh, points) = render::surface_mesh(&mesh);

@@ -9,6 +9,10 @@
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 
+/// Most a weight of a point [`EmbeddedPoint::lies_inside`] its tet may fall below zero (round-off
+/// of a point on a face).
+const INSIDE_TOLERANCE: f64 = 1e-6;
+
 /// A point attached to the four vertices of a tet with barycentric weights (summing to 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EmbeddedPoint {
@@ -37,6 +41,12 @@ impl EmbeddedPoint {
             }
         }
         p
+    }
+
+    /// Whether the point lies in its tet (every weight at least `-1e-6`), not extrapolated
+    /// outside it: [`embed_points`] extrapolates a point outside every tet from the nearest.
+    pub fn lies_inside(&self) -> bool {
+        self.weights.iter().all(|&w| w >= -INSIDE_TOLERANCE)
     }
 
     /// Its velocity for vertex velocities `v` (m/s).

@@ -27,6 +27,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | `lanes` | eight `f64` lanes and masks for the vectorised kernels |
+//! | `nearest` | nearest points of a fixed point set through a uniform grid (skinning weights, drawn-surface slack) |
 //! | `polar_lanes` | the signed SVD eight matrices at a time |
 //! | `local_step` | the vectorised PD local step over tets in blocks of eight |
 //! | `volume_stretches` | the volume term's projection onto `s1 s2 s3 = 1` (scalar and lanes) |
@@ -45,6 +46,7 @@ pub mod material;
 pub mod math;
 pub mod mesh;
 pub mod mesh_io;
+pub(crate) mod nearest;
 /// The Wavefront `.obj` reader, at its old path; it lives in [`mesh_io`] with the other readers.
 pub mod obj {
     pub use super::mesh_io::{RawSurface, read_obj};

@@ -23,13 +23,14 @@ pub struct Contact {
 /// Appends to `out` the contacts of the proxies at vertex positions `x` with the obstacles, for
 /// proxies inside an obstacle or closer than `margin` (m) to it. Only obstacles whose bounds
 /// overlap the proxies' bounds are tested. Where a proxy touches several obstacles, every contact
-/// is reported (decoupling picks one later). `skip` marks proxies to leave out (may be empty).
+/// is reported (decoupling picks one later). `slack` is each proxy's allowed penetration (m,
+/// empty for none; see [`with_slack`]).
 pub fn detect_contacts(
     proxies: &[EmbeddedPoint],
     x: &[Vec3],
     obstacles: &[ObstacleCollider],
     margin: f64,
-    skip: &[bool],
+    slack: &[f64],
     scratch: &mut Vec<Vec3>,
     out: &mut Vec<Contact>,
 ) {
@@ -42,22 +43,22 @@ pub fn detect_contacts(
         }
         let obounds = obstacle.bounds();
         for (pi, q) in scratch.iter().enumerate() {
-            if skip.get(pi).copied().unwrap_or(false) {
-                continue;
-            }
             if let Some((olo, ohi)) = &obounds
                 && (0..3).any(|k| q[k] + margin < olo[k] || q[k] - margin > ohi[k])
             {
                 continue;
             }
             if let Some(c) = obstacle.query(*q, margin) {
-                out.push(Contact {
+                let contact = Contact {
                     proxy: pi as u32,
                     obstacle: oi as u32,
                     point: c.point,
                     normal: c.normal,
                     depth: c.depth,
-                });
+                };
+                if let Some(c) = with_slack(contact, slack, margin) {
+                    out.push(c);
+                }
             }
         }
     }
@@ -69,6 +70,7 @@ pub fn detect_contacts(
 /// plane (`depth` is then the predicted penetration of that plane). The constraint plane comes
 /// from where the proxy was, not from where it would end, so a fast proxy cannot skip through a
 /// thin obstacle or be pushed out of the wrong face of a box it predicted itself deep inside.
+/// `slack` as in [`detect_contacts`].
 #[allow(clippy::too_many_arguments)]
 pub fn detect_contacts_swept(
     proxies: &[EmbeddedPoint],
@@ -76,6 +78,7 @@ pub fn detect_contacts_swept(
     y: &[Vec3],
     obstacles: &[ObstacleCollider],
     margin: f64,
+    slack: &[f64],
     start: &mut Vec<Vec3>,
     end: &mut Vec<Vec3>,
     out: &mut Vec<Contact>,
@@ -105,23 +108,73 @@ pub fn detect_contacts_swept(
                 continue;
             };
             let predicted = c.normal.dot(&(p1 - c.point));
-            if predicted < margin {
-                out.push(Contact {
-                    proxy: pi as u32,
-                    obstacle: oi as u32,
-                    point: c.point,
-                    normal: c.normal,
-                    depth: -predicted,
-                });
+            if predicted >= margin {
+                continue;
+            }
+            let contact = Contact {
+                proxy: pi as u32,
+                obstacle: oi as u32,
+                point: c.point,
+                normal: c.normal,
+                depth: -predicted,
+            };
+            if let Some(c) = with_slack(contact, slack, margin) {
+                out.push(c);
             }
         }
     }
+}
+
+/// A contact (found within `margin`, m) of a proxy allowed `slack[proxy]` metres into the
+/// obstacle (none where `slack` is empty or zero): the contact plane moved that far into the
+/// obstacle along the normal, and the contact kept only if the proxy is still within `margin`
+/// of the moved plane. A cage vertex of a body that collides by its drawn surface has a slack
+/// (the world's `drawn_collision_points`): it collides only once it is deeper than any drawn
+/// point outside the obstacle could leave it.
+pub fn with_slack(mut contact: Contact, slack: &[f64], margin: f64) -> Option<Contact> {
+    let s = slack.get(contact.proxy as usize).copied().unwrap_or(0.0);
+    if s > 0.0 {
+        contact.point -= s * contact.normal;
+        contact.depth -= s;
+        return (contact.depth > -margin).then_some(contact);
+    }
+    Some(contact)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sim::contact::obstacle::ObstacleShape;
+
+    #[test]
+    fn a_point_with_slack_collides_only_deeper_than_its_slack() {
+        let floor = [ObstacleCollider::halfspace(Vec3::y()).unwrap()];
+        let proxies = [EmbeddedPoint::vertex(0), EmbeddedPoint::vertex(1)];
+        // Both points 3 cm deep; the second may go 5 cm deep.
+        let x = [Vec3::new(0.0, -0.03, 0.0), Vec3::new(1.0, -0.03, 0.0)];
+        let slack = [0.0, 0.05];
+        let (mut scratch, mut out) = (Vec::new(), Vec::new());
+        detect_contacts(&proxies, &x, &floor, 0.01, &slack, &mut scratch, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].proxy, 0);
+        // 5.5 cm deep: 5 mm past its slack, against the floor moved 5 cm down.
+        let x = [Vec3::new(0.0, 0.5, 0.0), Vec3::new(1.0, -0.055, 0.0)];
+        out.clear();
+        detect_contacts(&proxies, &x, &floor, 0.01, &slack, &mut scratch, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].proxy, 1);
+        assert!((out[0].depth - 0.005).abs() < 1e-12);
+        assert!((out[0].point.y + 0.05).abs() < 1e-12);
+        // Swept: the same rule on the predicted position.
+        let start = [Vec3::new(0.0, 0.5, 0.0), Vec3::new(1.0, 0.02, 0.0)];
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        out.clear();
+        detect_contacts_swept(
+            &proxies, &start, &x, &floor, 0.01, &slack, &mut a, &mut b, &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        assert!((out[0].depth - 0.005).abs() < 1e-12);
+    }
 
     #[test]
     fn a_fast_point_gets_the_face_it_comes_from() {
@@ -150,6 +203,7 @@ mod tests {
             &y,
             std::slice::from_ref(&slab),
             0.01,
+            &[],
             &mut a,
             &mut b,
             &mut out,
@@ -170,6 +224,7 @@ mod tests {
             &y_up,
             std::slice::from_ref(&slab),
             0.01,
+            &[],
             &mut a,
             &mut b,
             &mut out,
@@ -181,6 +236,7 @@ mod tests {
             &y_side,
             std::slice::from_ref(&slab),
             0.01,
+            &[],
             &mut a,
             &mut b,
             &mut out,

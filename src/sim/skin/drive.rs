@@ -1,8 +1,8 @@
 //! Skinning targets for the cage's vertices and the stiffness of the springs that pull them.
 
-use super::nearest::PointGrid;
 use super::{Affine, SkinError, SkinWeights, check_weights};
 use crate::sim::math::Vec3;
+use crate::sim::nearest::PointGrid;
 
 /// How many of the nearest skinned vertices a cage vertex takes its skin weights from.
 pub const NEIGHBOURS: usize = 8;

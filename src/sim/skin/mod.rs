@@ -48,7 +48,6 @@
 //! difference.
 
 mod drive;
-mod nearest;
 mod region;
 mod writeback;
 

@@ -1,10 +1,10 @@
 //! The tet cage around a region of a skinned mesh.
 
 use super::SkinError;
-use super::nearest::PointGrid;
 use crate::sim::lattice::implicit_lattice;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::{TetMesh, bounds, check_lattice};
+use crate::sim::nearest::PointGrid;
 use crate::sim::surface::{SignedDistance, TriangleSurface};
 
 /// A lattice tet cage, in the mesh's own (bind) space, that strictly bounds the vertices marked

@@ -106,6 +106,10 @@ pub struct SoftBody {
     /// that no part of a body passes through an obstacle (see [`collision_points`]); or the
     /// proxies and a chosen list of vertices ([`super::SoftWorld::set_colliders`]).
     pub(crate) colliders: Vec<EmbeddedPoint>,
+    /// Per collider, how far (m) it may go into an obstacle before it collides: empty (none)
+    /// unless the body collides by its drawn surface, where the cage vertices have one
+    /// ([`super::drawn`]).
+    pub(crate) collider_slack: Vec<f64>,
     /// Bodies sharing a group never collide with each other (the soft regions of one
     /// character); `None` collides with every body.
     pub(crate) collision_group: Option<u64>,
@@ -155,6 +159,7 @@ impl SoftBody {
             targets: vec![Vec3::zeros(); n],
             proxies,
             colliders,
+            collider_slack: Vec::new(),
             collision_group: None,
             grab: None,
             last_refactor: None,

@@ -59,6 +59,12 @@ pub struct BodyDesc {
     /// Points (m, in the rest frame before scale and pose) embedded in the tets that collide
     /// besides the surface vertices.
     pub proxies: Vec<Vec3>,
+    /// The points of the surface the body is drawn with (m, in the rest frame before scale and
+    /// pose; the vertices of a detailed mesh its tet mesh encloses), each inside the tet mesh.
+    /// If any, they are what collides with obstacles, and the tet mesh's vertices only as a
+    /// safety net ([`SoftWorld::set_drawn_surface`]); `proxies` are then ignored. Empty
+    /// (default): the tet mesh collides.
+    pub drawn_surface: Vec<Vec3>,
     /// The velocity every vertex starts with (m/s).
     pub velocity: Vec3,
 }
@@ -76,6 +82,7 @@ impl BodyDesc {
             pins: Vec::new(),
             attachments: Vec::new(),
             proxies: Vec::new(),
+            drawn_surface: Vec::new(),
             velocity: Vec3::zeros(),
         }
     }
@@ -116,6 +123,13 @@ impl BodyDesc {
         self
     }
 
+    /// Builder: the points of the surface the body is drawn with (rest frame, m), which then
+    /// collide with obstacles instead of the tet mesh (see [`BodyDesc::drawn_surface`]).
+    pub fn with_drawn_surface(mut self, points: Vec<Vec3>) -> Self {
+        self.drawn_surface = points;
+        self
+    }
+
     /// Builder: the initial velocity (m/s).
     pub fn with_velocity(mut self, velocity: Vec3) -> Self {
         self.velocity = velocity;
@@ -132,7 +146,7 @@ impl SoftWorld {
     /// [`WorldError::Material`], [`WorldError::Mesh`] (a scale that is not finite and positive,
     /// or that overflows), [`WorldError::VertexOutOfRange`] for a pin or attachment,
     /// [`WorldError::InvalidValue`] for a non-finite position, rotation, velocity or proxy, or
-    /// a negative or non-finite stiffness.
+    /// a negative or non-finite stiffness, [`WorldError::DrawnPointOutside`].
     pub fn add_body_from(&mut self, desc: &BodyDesc) -> Result<BodyHandle, WorldError> {
         desc.material.validate()?;
         check_finite("position", &desc.position)?;
@@ -169,6 +183,7 @@ impl SoftWorld {
         for p in &desc.proxies {
             check_finite("collision proxy", p)?;
         }
+        let drawn = drawn_points(&mesh, &desc.drawn_surface, &desc.scale)?;
         let h =
             self.add_body_with_pose(mesh.clone(), desc.material, desc.position, desc.rotation)?;
         let result = (|| -> Result<(), WorldError> {
@@ -179,7 +194,9 @@ impl SoftWorld {
             for &(v, k) in &desc.attachments {
                 self.attach(h, v as usize, k, start[v as usize])?;
             }
-            if !desc.proxies.is_empty() {
+            if !drawn.is_empty() {
+                self.set_drawn_surface(h, drawn)?;
+            } else if !desc.proxies.is_empty() {
                 let rest: Vec<Vec3> = desc
                     .proxies
                     .iter()
@@ -202,6 +219,27 @@ impl SoftWorld {
             }
         }
     }
+}
+
+/// The drawn surface's points (rest frame, before `scale`) embedded in the scaled `mesh`.
+///
+/// # Errors
+/// [`WorldError::InvalidValue`] for a non-finite point, [`WorldError::DrawnPointOutside`] for
+/// one outside every tet.
+fn drawn_points(
+    mesh: &TetMesh,
+    points: &[Vec3],
+    scale: &Vec3,
+) -> Result<Vec<crate::sim::embed::EmbeddedPoint>, WorldError> {
+    for p in points {
+        check_finite("drawn surface point", p)?;
+    }
+    let rest: Vec<Vec3> = points.iter().map(|p| p.component_mul(scale)).collect();
+    let embedded = embed_points(mesh, &rest);
+    if let Some(index) = embedded.iter().position(|e| !e.lies_inside()) {
+        return Err(WorldError::DrawnPointOutside { index });
+    }
+    Ok(embedded)
 }
 
 #[cfg(test)]
@@ -255,6 +293,8 @@ mod tests {
             desc().with_proxies(vec![Vec3::new(f64::NAN, 0.0, 0.0)]),
             desc().with_velocity(Vec3::new(f64::INFINITY, 0.0, 0.0)),
             desc().with_position(Vec3::new(0.0, f64::NAN, 0.0)),
+            desc().with_drawn_surface(vec![Vec3::new(f64::NAN, 0.0, 0.0)]),
+            desc().with_drawn_surface(vec![Vec3::new(0.0, 0.5, 0.0)]),
             BodyDesc::new(
                 desc().mesh,
                 MaterialParams::RUBBER.with_youngs_modulus(-1.0),

@@ -48,6 +48,16 @@ pub enum WorldError {
         /// Its value.
         value: f64,
     },
+    /// A point of a drawn surface lies outside every tet of the body's mesh
+    /// ([`super::BodyDesc::drawn_surface`]).
+    #[error("drawn surface point {index} lies outside every tet")]
+    DrawnPointOutside {
+        /// The point's index.
+        index: usize,
+    },
+    /// A drawn surface with no points ([`super::SoftWorld::set_drawn_surface`]).
+    #[error("a drawn surface needs at least one point")]
+    EmptyDrawnSurface,
     /// A position, stiffness or time step is not finite (or not positive where required).
     #[error("{what} must be finite{positive}", positive = if *.positive { " and > 0" } else { "" })]
     InvalidValue {
@@ -68,6 +78,27 @@ pub(crate) fn check_finite(what: &'static str, v: &Vec3) -> Result<(), WorldErro
             positive: false,
         })
     }
+}
+
+/// `Ok` where every point's vertices are below `count` and its weights finite, else
+/// [`WorldError::VertexOutOfRange`] or [`WorldError::InvalidValue`] for `what` (the weights).
+pub(crate) fn check_embedded(
+    what: &'static str,
+    points: &[crate::sim::embed::EmbeddedPoint],
+    count: usize,
+) -> Result<(), WorldError> {
+    for p in points {
+        for k in 0..4 {
+            check_vertex(p.vertices[k] as usize, count)?;
+            if !p.weights[k].is_finite() {
+                return Err(WorldError::InvalidValue {
+                    what,
+                    positive: false,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `Ok` where `vertex` is below `count`, else [`WorldError::VertexOutOfRange`].

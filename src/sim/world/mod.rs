@@ -35,6 +35,7 @@
 //! | `step/` | one substep: its numbered phases in `step/mod.rs`, one file per phase |
 //! | `mod.rs` | the [`SoftWorld`] facade: bodies, obstacles, edits, queries, [`SoftWorld::step`] |
 //! | `desc.rs` | [`BodyDesc`] and [`SoftWorld::add_body_from`] |
+//! | `drawn.rs` | [`SoftWorld::set_drawn_surface`]: a body that collides with obstacles by the surface it is drawn with |
 //! | `interact.rs` | picking, grabbing and the debug views of a running world |
 
 mod anderson;
@@ -42,6 +43,7 @@ mod audit;
 mod body;
 mod coupling;
 mod desc;
+mod drawn;
 mod error;
 mod handles;
 mod interact;
@@ -78,7 +80,7 @@ use super::material::MaterialParams;
 use super::math::Vec3;
 use super::mesh::TetMesh;
 use body::Rebuild;
-use error::{check_finite, check_vertex};
+use error::{check_embedded, check_finite, check_vertex};
 
 /// A world of soft bodies and obstacles.
 ///
@@ -463,18 +465,9 @@ impl SoftWorld {
         proxies: Vec<EmbeddedPoint>,
     ) -> Result<(), WorldError> {
         let b = self.body_mut(h)?;
-        for p in &proxies {
-            for k in 0..4 {
-                check_vertex(p.vertices[k] as usize, b.x.len())?;
-                if !p.weights[k].is_finite() {
-                    return Err(WorldError::InvalidValue {
-                        what: "proxy weight",
-                        positive: false,
-                    });
-                }
-            }
-        }
+        check_embedded("proxy weight", &proxies, b.x.len())?;
         b.colliders = body::collision_points(b.x.len(), &proxies);
+        b.collider_slack.clear();
         b.proxies = proxies;
         Ok(())
     }

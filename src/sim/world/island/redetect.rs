@@ -154,7 +154,7 @@ impl MemberSearch {
             &body.x,
             obstacles,
             0.0,
-            &[],
+            &body.collider_slack,
             &mut self.positions,
             &mut self.found,
         );

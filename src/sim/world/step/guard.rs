@@ -146,7 +146,7 @@ fn max_penetration(body: &mut SoftBody, obstacles: &[ObstacleCollider]) -> f64 {
         &body.x,
         obstacles,
         0.0,
-        &[],
+        &body.collider_slack,
         &mut ws.proxy_positions,
         &mut ws.contacts,
     );

@@ -92,6 +92,7 @@ pub(super) fn prepare(
         pinned,
         targets,
         colliders,
+        collider_slack,
         ws,
         mesh,
         ..
@@ -157,6 +158,7 @@ pub(super) fn prepare(
         &ws.y,
         obstacles,
         settings.contact_margin,
+        collider_slack,
         &mut ws.proxy_positions,
         &mut ws.proxy_predictions,
         &mut ws.contacts,

@@ -1,0 +1,95 @@
+//! A body that collides with obstacles by the surface it is drawn with, not by its cage.
+//!
+//! A game's detailed mesh is carried by a coarse tet cage
+//! ([`crate::sim::TetMesh::try_enclosing`]) whose vertices lie up to a cell outside the drawn
+//! surface. If the cage vertices collided, the drawn surface would rest up to a cell above the
+//! floor. [`SoftWorld::set_drawn_surface`] makes the drawn surface's points (embedded in the
+//! cage's tets, barycentrically) the body's obstacle colliders, and keeps every cage vertex
+//! that is not one of them only as a safety net, with a *slack*: it collides only once it is
+//! deeper in an obstacle than `DRAWN_SLACK_FACTOR` times its distance to the nearest drawn
+//! point at the call (see [`crate::sim::contact::narrowphase::with_slack`]).
+//!
+//! Why that slack never holds the drawn surface up: a point `p` at depth `d` in an obstacle is
+//! at least `d` away from every point outside it (a path out must cross the obstacle's
+//! boundary). So while every drawn point is outside, no cage vertex is deeper than its
+//! distance to the nearest drawn point, whatever the obstacle's shape. The factor covers the
+//! deformation since the call: a cage vertex's distance to its nearest drawn point may shrink
+//! under compression, and up to a third of it the net stays slack. Where the drawn points are
+//! sparse against a thin obstacle (an edge that fits between them), the net bounds how far the
+//! cage may cross it: a cage vertex reaches at most 1.5 times its distance to the drawn
+//! surface into the obstacle, so the drawn surface cannot be carried through it and snag.
+//! It also catches a body whose drawn surface was crushed through on a hard impact.
+//!
+//! Soft-soft contact still takes the cage's surface (its vertices against the other body's
+//! boundary triangles): only obstacle contact follows the drawn surface.
+
+use super::SoftWorld;
+use super::body;
+use super::error::{WorldError, check_embedded};
+use super::handles::BodyHandle;
+use crate::sim::embed::EmbeddedPoint;
+use crate::sim::math::Vec3;
+use crate::sim::nearest::PointGrid;
+
+/// A cage vertex's slack, as a share of its distance to the nearest drawn point (see the
+/// module docs): 1.5 keeps the net slack under compression of up to a third.
+pub(crate) const DRAWN_SLACK_FACTOR: f64 = 1.5;
+
+impl SoftWorld {
+    /// Makes the body collide with obstacles by its drawn surface: `points` (embedded in its
+    /// tets, e.g. by [`crate::sim::embed::embed_points`] from a detailed mesh's vertices)
+    /// become its collision proxies, and every vertex that is not one of them collides only
+    /// once it is deeper in an obstacle than 1.5 times its present distance to the nearest of
+    /// the points (a safety net that never holds the drawn surface up; see the module docs of
+    /// `drawn.rs`). Soft-soft contact is unchanged (the tet mesh's surface).
+    ///
+    /// # Errors
+    /// [`WorldError::UnknownBody`]; [`WorldError::VertexOutOfRange`] or
+    /// [`WorldError::InvalidValue`] for a point with a vertex out of range or a non-finite
+    /// weight; [`WorldError::EmptyDrawnSurface`]. The body is unchanged.
+    pub fn set_drawn_surface(
+        &mut self,
+        h: BodyHandle,
+        points: Vec<EmbeddedPoint>,
+    ) -> Result<(), WorldError> {
+        let b = self.body_mut(h)?;
+        if points.is_empty() {
+            return Err(WorldError::EmptyDrawnSurface);
+        }
+        check_embedded("drawn surface weight", &points, b.x.len())?;
+        let (colliders, slack) = drawn_collision_points(&b.x, &points);
+        b.colliders = colliders;
+        b.collider_slack = slack;
+        b.proxies = points;
+        Ok(())
+    }
+}
+
+/// The colliders of a body at positions `x` drawn by `points`: the points (no slack), then
+/// every vertex that is not exactly one of them, with its slack (see the module docs).
+pub(crate) fn drawn_collision_points(
+    x: &[Vec3],
+    points: &[EmbeddedPoint],
+) -> (Vec<EmbeddedPoint>, Vec<f64>) {
+    let colliders = body::collision_points(x.len(), points);
+    if points.is_empty() {
+        return (colliders, Vec::new());
+    }
+    let drawn: Vec<Vec3> = points.iter().map(|p| p.position(x)).collect();
+    // Cells holding a few points each.
+    let (lo, hi) = crate::sim::mesh::bounds(&drawn);
+    let cell = (hi - lo).max() / (drawn.len() as f64).cbrt().max(1.0);
+    let grid = PointGrid::new(&drawn, cell);
+    let slack = colliders
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if i < points.len() {
+                0.0
+            } else {
+                DRAWN_SLACK_FACTOR * grid.distance(&c.position(x), f64::INFINITY)
+            }
+        })
+        .collect();
+    (colliders, slack)
+}

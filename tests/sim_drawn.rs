@@ -1,0 +1,121 @@
+//! A detailed mesh in a coarse cage collides with obstacles by the surface it is drawn with
+//! (`BodyDesc::with_drawn_surface`), not by its cage.
+
+use std::sync::Arc;
+
+use bevy_deformable::sim::embed::embed_points;
+use bevy_deformable::sim::{
+    BodyDesc, EmbeddedPoint, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, TriangleSurface,
+    Vec3, WorldError, WorldSettings,
+};
+
+const BUNNY_OBJ: &str = include_str!("../assets/meshes/bunny_10k.obj");
+
+/// The bunny at half its file's size (about 0.8 m long), and its cage of `cells` cells across.
+fn bunny(cells: usize) -> (TriangleSurface, Arc<TetMesh>) {
+    let surface = TriangleSurface::from_obj(BUNNY_OBJ)
+        .unwrap()
+        .transformed(0.5, Vec3::zeros());
+    let cage = TetMesh::try_enclosing(&surface, cells).unwrap();
+    (surface, Arc::new(cage))
+}
+
+/// A world with a floor at y = 0 and the bunny in a cage of `cells` cells, its drawn surface
+/// 5 cm above the floor, colliding by its drawn surface or by its cage.
+fn dropped_bunny(cells: usize, drawn: bool) -> (SoftWorld, Vec<EmbeddedPoint>) {
+    let (surface, cage) = bunny(cells);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let lowest = surface
+        .positions()
+        .iter()
+        .map(|p| p.y)
+        .fold(f64::INFINITY, f64::min);
+    let mut desc = BodyDesc::new(cage.clone(), MaterialParams::JELLY).with_position(Vec3::new(
+        0.0,
+        0.05 - lowest,
+        0.0,
+    ));
+    if drawn {
+        desc = desc.with_drawn_surface(surface.positions().to_vec());
+    }
+    world.add_body_from(&desc).unwrap();
+    (world, embed_points(&cage, surface.positions()))
+}
+
+/// The lowest drawn point (m) and the lowest cage vertex (m) after `steps` steps of 1/60 s.
+fn lowest_after(world: &mut SoftWorld, drawn: &[EmbeddedPoint], steps: usize) -> (f64, f64) {
+    for _ in 0..steps {
+        world.step(1.0 / 60.0).unwrap();
+    }
+    let h = world.bodies().next().unwrap();
+    let x = world.positions(h).unwrap();
+    let low = |ys: &mut dyn Iterator<Item = f64>| ys.fold(f64::INFINITY, f64::min);
+    (
+        low(&mut drawn.iter().map(|p| p.position(x).y)),
+        low(&mut x.iter().map(|p| p.y)),
+    )
+}
+
+#[test]
+fn a_caged_bunny_rests_on_its_drawn_surface_at_any_cage_resolution() {
+    for cells in [5, 7, 12] {
+        let (mut world, drawn) = dropped_bunny(cells, true);
+        let (drawn_low, cage_low) = lowest_after(&mut world, &drawn, 120);
+        assert!(
+            drawn_low.abs() <= 1e-3,
+            "{cells} cells: the drawn bunny's lowest point at {:.2} mm",
+            drawn_low * 1e3
+        );
+        // The cage reaches below the floor, where nothing is drawn.
+        assert!(cage_low < -0.01, "{cells} cells: cage at {cage_low}");
+    }
+}
+
+#[test]
+fn a_cage_that_collides_holds_the_drawn_bunny_above_the_floor() {
+    // What the drawn surface fixes: the cage's vertices lie up to a cell outside the bunny.
+    let (mut world, drawn) = dropped_bunny(7, false);
+    let (drawn_low, cage_low) = lowest_after(&mut world, &drawn, 120);
+    assert!(drawn_low > 0.01, "drawn bunny at {drawn_low}");
+    assert!(cage_low > -1e-3, "cage at {cage_low}");
+}
+
+#[test]
+fn a_bad_drawn_surface_is_a_typed_error_and_the_body_is_unchanged() {
+    let (surface, cage) = bunny(5);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let h = world
+        .add_body(cage.clone(), MaterialParams::JELLY, Vec3::zeros())
+        .unwrap();
+    let proxies = world.proxies(h).unwrap().to_vec();
+    assert!(matches!(
+        world.set_drawn_surface(h, Vec::new()),
+        Err(WorldError::EmptyDrawnSurface)
+    ));
+    let mut bad = embed_points(&cage, &surface.positions()[..10]);
+    bad[3].weights[2] = f64::NAN;
+    assert!(matches!(
+        world.set_drawn_surface(h, bad),
+        Err(WorldError::InvalidValue { .. })
+    ));
+    let mut out_of_range = embed_points(&cage, &surface.positions()[..10]);
+    out_of_range[0].vertices[1] = cage.vertex_count() as u32;
+    assert!(matches!(
+        world.set_drawn_surface(h, out_of_range),
+        Err(WorldError::VertexOutOfRange { .. })
+    ));
+    assert_eq!(world.proxies(h).unwrap(), &proxies[..]);
+    // A drawn point outside every tet of the cage.
+    let mut outside = surface.positions().to_vec();
+    outside[7] = Vec3::new(0.0, 10.0, 0.0);
+    let before = world.bodies().count();
+    assert!(matches!(
+        world
+            .add_body_from(&BodyDesc::new(cage, MaterialParams::JELLY).with_drawn_surface(outside)),
+        Err(WorldError::DrawnPointOutside { index: 7 })
+    ));
+    assert_eq!(world.bodies().count(), before);
+}

@@ -261,7 +261,8 @@ impl SoftMaterial {
 #[reflect(Component, Default, Clone)]
 pub enum CollisionProxy {
     /// What is drawn collides (see the type's docs). Default. A drawn mesh with a vertex
-    /// outside every tet collides by the tet vertices instead (with a warning).
+    /// further outside the tet mesh than half a tet collides by the tet vertices instead (with
+    /// a warning).
     #[default]
     Drawn,
     /// Every tet vertex collides, whatever is drawn: a cage collides, not the detailed mesh it

@@ -868,3 +868,59 @@ fn listed_colliders_alone_meet_obstacles() {
     assert!(bottom(&world, b) < -0.15, "bottom at {}", bottom(&world, b));
     assert!(world.set_colliders(b, Vec::new(), &[10_000]).is_err());
 }
+
+/// Every way to give an obstacle a non-finite pose or velocity is refused with a typed error:
+/// at `add_obstacle`, by the setters, and by the step for one written through `obstacle_mut`;
+/// the world is not advanced.
+#[test]
+fn a_non_finite_obstacle_is_refused_everywhere() {
+    use bevy_deformable::sim::WorldError;
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let ball = || ObstacleCollider::ball(0.5).unwrap();
+    let nan = Vec3::new(0.0, f64::NAN, 0.0);
+    let inf = Vec3::new(f64::INFINITY, 0.0, 0.0);
+    let bad_rotation =
+        UnitQuaternion::new_unchecked(nalgebra::Quaternion::new(f64::NAN, 0.0, 0.0, 0.0));
+    for o in [
+        ball().with_position(nan),
+        ball().with_position(inf),
+        ball().with_rotation(bad_rotation),
+    ] {
+        assert!(matches!(
+            world.add_obstacle(o),
+            Err(WorldError::Obstacle(_))
+        ));
+    }
+    assert!(world.obstacles().is_empty());
+    let h = world.add_obstacle(ball()).unwrap();
+    let body = world
+        .add_body(
+            cube(0.1, 2),
+            MaterialParams::RUBBER,
+            Vec3::new(0.0, 1.0, 0.0),
+        )
+        .unwrap();
+    let o = world.obstacle_mut(h).unwrap();
+    assert!(o.move_to(nan, UnitQuaternion::identity(), 0.1).is_err());
+    assert!(o.move_to(Vec3::zeros(), bad_rotation, 0.1).is_err());
+    assert!(
+        o.set_state(
+            Vec3::zeros(),
+            UnitQuaternion::identity(),
+            inf,
+            Vec3::zeros()
+        )
+        .is_err()
+    );
+    assert_eq!(o.position(), Vec3::zeros());
+    // Replaced through the mutable reference by one built with a NaN position: the step refuses.
+    *world.obstacle_mut(h).unwrap() = ball().with_position(nan);
+    let before = world.positions(body).unwrap().to_vec();
+    assert!(matches!(
+        world.step(1.0 / 60.0),
+        Err(WorldError::InvalidObstacle { obstacle, .. }) if obstacle == h
+    ));
+    assert_eq!(world.positions(body).unwrap(), &before[..]);
+    *world.obstacle_mut(h).unwrap() = ball();
+    assert!(world.step(1.0 / 60.0).is_ok());
+}

@@ -133,16 +133,20 @@ fn create_body(
 }
 
 /// Makes body `h` collide with obstacles by its drawn mesh's `points` (embedded in its tets),
-/// if every point lies inside a tet; otherwise warns and leaves the tet vertices colliding.
+/// if none lies further outside the tet mesh than [`sim::MAX_DRAWN_EXTRAPOLATION`]; otherwise
+/// warns and leaves the tet vertices colliding.
 fn collide_by_drawn_mesh(
     world: &mut DeformableWorld,
     h: BodyHandle,
     entity: Entity,
     points: &[sim::EmbeddedPoint],
 ) {
-    if let Some(index) = points.iter().position(|p| !p.lies_inside()) {
+    if let Some(index) = points
+        .iter()
+        .position(|p| p.outside_by() > sim::MAX_DRAWN_EXTRAPOLATION)
+    {
         warn!(
-            "deformable body {entity}: drawn mesh vertex {index} lies outside every tet; \
+            "deformable body {entity}: drawn mesh vertex {index} lies outside the tet mesh; \
              the tet vertices collide instead"
         );
         return;

@@ -9,10 +9,6 @@
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 
-/// Most a weight of a point [`EmbeddedPoint::lies_inside`] its tet may fall below zero (round-off
-/// of a point on a face).
-const INSIDE_TOLERANCE: f64 = 1e-6;
-
 /// A point attached to the four vertices of a tet with barycentric weights (summing to 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EmbeddedPoint {
@@ -43,10 +39,11 @@ impl EmbeddedPoint {
         p
     }
 
-    /// Whether the point lies in its tet (every weight at least `-1e-6`), not extrapolated
-    /// outside it: [`embed_points`] extrapolates a point outside every tet from the nearest.
-    pub fn lies_inside(&self) -> bool {
-        self.weights.iter().all(|&w| w >= -INSIDE_TOLERANCE)
+    /// How far the point lies outside its tet, in units of the tet's height over the face it
+    /// is beyond: minus its most negative weight, 0 inside (or on) the tet. [`embed_points`]
+    /// extrapolates a point outside every tet from the tet it is least outside of.
+    pub fn outside_by(&self) -> f64 {
+        self.weights.iter().fold(0.0f64, |a, &w| a.max(-w))
     }
 
     /// Its velocity for vertex velocities `v` (m/s).

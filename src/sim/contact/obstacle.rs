@@ -468,13 +468,15 @@ impl ObstacleCollider {
         })
     }
 
-    /// Builder: place the obstacle at `position` (m).
+    /// Builder: place the obstacle at `position` (m). Not checked here:
+    /// [`crate::sim::SoftWorld::add_obstacle`] refuses a non-finite position (and
+    /// [`crate::sim::SoftWorld::step`] an obstacle given one after it was added).
     pub fn with_position(mut self, position: Vec3) -> Self {
         self.position = position;
         self
     }
 
-    /// Builder: rotate the obstacle.
+    /// Builder: rotate the obstacle (checked like [`ObstacleCollider::with_position`]).
     pub fn with_rotation(mut self, rotation: UnitQuaternion<f64>) -> Self {
         self.rotation = rotation;
         self

@@ -60,7 +60,8 @@ pub struct BodyDesc {
     /// besides the surface vertices.
     pub proxies: Vec<Vec3>,
     /// The points of the surface the body is drawn with (m, in the rest frame before scale and
-    /// pose; the vertices of a detailed mesh its tet mesh encloses), each inside the tet mesh.
+    /// pose; the vertices of a detailed mesh its tet mesh encloses), each inside the tet mesh or
+    /// within [`super::MAX_DRAWN_EXTRAPOLATION`] of a tet's height outside it.
     /// If any, they are what collides with obstacles, and the tet mesh's vertices only as a
     /// safety net ([`SoftWorld::set_drawn_surface`]); `proxies` are then ignored. Empty
     /// (default): the tet mesh collides.
@@ -225,7 +226,7 @@ impl SoftWorld {
 ///
 /// # Errors
 /// [`WorldError::InvalidValue`] for a non-finite point, [`WorldError::DrawnPointOutside`] for
-/// one outside every tet.
+/// one further outside the mesh than [`super::MAX_DRAWN_EXTRAPOLATION`].
 fn drawn_points(
     mesh: &TetMesh,
     points: &[Vec3],
@@ -236,7 +237,10 @@ fn drawn_points(
     }
     let rest: Vec<Vec3> = points.iter().map(|p| p.component_mul(scale)).collect();
     let embedded = embed_points(mesh, &rest);
-    if let Some(index) = embedded.iter().position(|e| !e.lies_inside()) {
+    if let Some(index) = embedded
+        .iter()
+        .position(|e| e.outside_by() > super::drawn::MAX_DRAWN_EXTRAPOLATION)
+    {
         return Err(WorldError::DrawnPointOutside { index });
     }
     Ok(embedded)

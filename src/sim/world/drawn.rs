@@ -31,6 +31,12 @@ use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
 use crate::sim::nearest::PointGrid;
 
+/// Most a drawn point may lie outside the tet mesh, in units of the height of the tet it is
+/// extrapolated from ([`EmbeddedPoint::outside_by`]): a smooth mesh drawn over a bumpy lattice
+/// body pokes out of it by a fraction of a cell (the showcase's spheres), and its points follow
+/// the body by linear extrapolation; a point further out is not on a surface the mesh carries.
+pub const MAX_DRAWN_EXTRAPOLATION: f64 = 0.5;
+
 /// A cage vertex's slack, as a share of its distance to the nearest drawn point (see the
 /// module docs): 1.5 keeps the net slack under compression of up to a third.
 pub(crate) const DRAWN_SLACK_FACTOR: f64 = 1.5;

@@ -22,6 +22,15 @@ pub enum WorldError {
     /// The obstacle's pose or velocity is invalid.
     #[error("invalid obstacle: {0}")]
     Obstacle(#[from] ObstacleError),
+    /// An obstacle's pose or velocity became invalid after it was added (a non-finite value
+    /// written through [`super::SoftWorld::obstacle_mut`]): the step refuses to run.
+    #[error("obstacle {obstacle:?} is invalid: {error}")]
+    InvalidObstacle {
+        /// The obstacle.
+        obstacle: ObstacleHandle,
+        /// What is wrong with it.
+        error: ObstacleError,
+    },
     /// No body has this handle (it was removed).
     #[error("no body {0:?}")]
     UnknownBody(BodyHandle),
@@ -48,9 +57,9 @@ pub enum WorldError {
         /// Its value.
         value: f64,
     },
-    /// A point of a drawn surface lies outside every tet of the body's mesh
-    /// ([`super::BodyDesc::drawn_surface`]).
-    #[error("drawn surface point {index} lies outside every tet")]
+    /// A point of a drawn surface lies further outside the body's mesh than
+    /// [`super::MAX_DRAWN_EXTRAPOLATION`] ([`super::BodyDesc::drawn_surface`]).
+    #[error("drawn surface point {index} lies outside the tet mesh")]
     DrawnPointOutside {
         /// The point's index.
         index: usize,

@@ -65,6 +65,7 @@ pub use anderson::MAX_ANDERSON_WINDOW;
 pub use audit::EnergyAudit;
 pub use body::SoftBody;
 pub use desc::BodyDesc;
+pub use drawn::MAX_DRAWN_EXTRAPOLATION;
 pub use error::WorldError;
 pub use handles::{BodyHandle, ObstacleHandle};
 pub use report::{BodyStepStats, ContactPoint, FreezeReason, PhaseTimings, StepReport};
@@ -260,7 +261,10 @@ impl SoftWorld {
         }
     }
 
-    /// Mutable access to an obstacle (to move it: [`ObstacleCollider::move_to`]).
+    /// Mutable access to an obstacle (to move it: [`ObstacleCollider::move_to`], which refuses
+    /// a non-finite pose). An obstacle replaced through it by one with a non-finite pose (built
+    /// with [`ObstacleCollider::with_position`]`(NaN)`) makes the next [`SoftWorld::step`] fail
+    /// with [`WorldError::InvalidObstacle`].
     ///
     /// # Errors
     /// [`WorldError::UnknownObstacle`].
@@ -636,7 +640,8 @@ impl SoftWorld {
     ///
     /// # Errors
     /// [`WorldError::InvalidValue`] for a non-finite or non-positive `dt`,
-    /// [`WorldError::InvalidSetting`] for settings that fail [`WorldSettings::validate`]; the
+    /// [`WorldError::InvalidSetting`] for settings that fail [`WorldSettings::validate`],
+    /// [`WorldError::InvalidObstacle`] for an obstacle with a non-finite pose or velocity; the
     /// world is not advanced. A failing body is not an error: it is frozen and listed in
     /// [`StepReport::frozen`].
     pub fn step(&mut self, dt: f64) -> Result<StepReport, WorldError> {
@@ -647,6 +652,14 @@ impl SoftWorld {
             });
         }
         self.settings.validate()?;
+        // An obstacle replaced or edited through `obstacle_mut` is checked here: a non-finite
+        // pose would let every body fall through it.
+        for (o, &id) in self.obstacles.iter().zip(self.obstacle_ids.ids()) {
+            o.validate().map_err(|error| WorldError::InvalidObstacle {
+                obstacle: ObstacleHandle(id),
+                error,
+            })?;
+        }
         let start = Instant::now();
         let substeps = self.settings.substeps.max(1);
         let h = dt / substeps as f64;

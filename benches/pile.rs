@@ -17,10 +17,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bevy_deformable::sim::{
-    BodyHandle, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3, WorldSettings,
-};
-use nalgebra::UnitQuaternion;
+use bevy_deformable::sim::{BodyHandle, MaterialParams, SoftWorld, TetMesh, Vec3, WorldSettings};
 
 // The integration tests' crossing measures.
 #[path = "../tests/common/mod.rs"]
@@ -39,23 +36,7 @@ const DEPTH_EVERY: usize = 3;
 /// bodies in five layers: cubes and balls of 0.1-0.17 m half size, `E` 100-300 kPa.
 fn scene() -> SoftWorld {
     let mut world = SoftWorld::new(WorldSettings::default());
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"))
-        .expect("valid floor");
-    let (inner, height, thickness) = (0.6, 1.1, 0.05);
-    for k in 0..4 {
-        let rotation = UnitQuaternion::from_axis_angle(
-            &Vec3::y_axis(),
-            k as f64 * std::f64::consts::FRAC_PI_2,
-        );
-        let half = Vec3::new(thickness, height / 2.0, inner + 2.0 * thickness);
-        let wall = ObstacleCollider::cuboid(half)
-            .expect("positive extents")
-            .with_position(rotation * Vec3::new(inner + thickness, height / 2.0, 0.0))
-            .with_rotation(rotation)
-            .with_friction(0.3);
-        world.add_obstacle(wall).expect("valid wall");
-    }
+    common::add_bin(&mut world, 0.6, 1.1, 0.05);
     for i in 0..20usize {
         let (column, layer) = (i % 4, i / 4);
         let size = 0.1 + 0.035 * ((i * 7) % 3) as f64;

@@ -12,10 +12,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bevy_deformable::sim::{
-    MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3, WorldSettings,
-};
-use nalgebra::UnitQuaternion;
+use bevy_deformable::sim::{MaterialParams, SoftWorld, TetMesh, Vec3, WorldSettings};
+
+// The bin shared with the `pile` bench.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 /// The step (s).
 const DT: f64 = 1.0 / 60.0;
@@ -33,23 +34,7 @@ const LAYERS: usize = 5;
 /// half size, `E` 100-300 kPa, each layer 0.35 m above the last.
 fn scene() -> SoftWorld {
     let mut world = SoftWorld::new(WorldSettings::default());
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"))
-        .expect("valid floor");
-    let (inner, height, thickness) = (0.8, 1.6, 0.05);
-    for k in 0..4 {
-        let rotation = UnitQuaternion::from_axis_angle(
-            &Vec3::y_axis(),
-            k as f64 * std::f64::consts::FRAC_PI_2,
-        );
-        let half = Vec3::new(thickness, height / 2.0, inner + 2.0 * thickness);
-        let wall = ObstacleCollider::cuboid(half)
-            .expect("positive extents")
-            .with_position(rotation * Vec3::new(inner + thickness, height / 2.0, 0.0))
-            .with_rotation(rotation)
-            .with_friction(0.3);
-        world.add_obstacle(wall).expect("valid wall");
-    }
+    common::add_bin(&mut world, 0.8, 1.6, 0.05);
     let cube = Arc::new(TetMesh::cuboid(Vec3::repeat(1.0), 5));
     let ball = Arc::new(TetMesh::sphere(1.0, 6));
     for i in 0..COLUMNS * ROWS * LAYERS {

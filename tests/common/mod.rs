@@ -11,7 +11,8 @@ pub mod slope;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::barycentric;
-use bevy_deformable::sim::{BodyHandle, SoftWorld, Vec3};
+use bevy_deformable::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3};
+use nalgebra::UnitQuaternion;
 
 /// `sign(det[b - a, c - a, d - a])`.
 fn orient(a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> f64 {
@@ -87,4 +88,26 @@ pub fn far_corner(x: &[Vec3]) -> (usize, Vec3) {
         .max_by(|a, b| (a.1.x + a.1.y + a.1.z).total_cmp(&(b.1.x + b.1.y + b.1.z)))
         .map(|(i, p)| (i, *p))
         .expect("a body has vertices")
+}
+
+/// A floor at `y = 0` and an open bin on it: four box walls `thickness` (m) thick and `height`
+/// (m) tall around a square `2 inner` (m) across, with friction 0.3 (the `pile` and `pour`
+/// benches' scenes).
+pub fn add_bin(world: &mut SoftWorld, inner: f64, height: f64, thickness: f64) {
+    world
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"))
+        .expect("valid floor");
+    for k in 0..4 {
+        let rotation = UnitQuaternion::from_axis_angle(
+            &Vec3::y_axis(),
+            k as f64 * std::f64::consts::FRAC_PI_2,
+        );
+        let half = Vec3::new(thickness, height / 2.0, inner + 2.0 * thickness);
+        let wall = ObstacleCollider::cuboid(half)
+            .expect("positive extents")
+            .with_position(rotation * Vec3::new(inner + thickness, height / 2.0, 0.0))
+            .with_rotation(rotation)
+            .with_friction(0.3);
+        world.add_obstacle(wall).expect("valid wall");
+    }
 }

@@ -4,6 +4,7 @@
 //! | --- | --- |
 //! | [`DeformableBody`] | a tet mesh that becomes a soft body; brings [`SoftMaterial`] and [`Transform`] |
 //! | [`SoftMaterial`] | Young's modulus, Poisson ratio, density, damping, strain damping, friction, restitution; editable at run time |
+//! | [`ObstacleStatus`] | whether the simulation took an obstacle and its last move, and why not |
 //! | [`CollisionProxy`] | what collides with obstacles: the drawn mesh (default), the tet vertices, or those and extra points |
 //! | [`Obstacle`] | a static or moving collider following the entity's `GlobalTransform` |
 //! | [`InitialVelocity`] | the velocity a body starts with |
@@ -280,7 +281,7 @@ pub enum CollisionProxy {
 /// velocity from one fixed step to the next enters the contacts (a moving paddle pushes bodies).
 #[derive(Component, Reflect, Debug, Clone)]
 #[reflect(Component, Clone)]
-#[require(Transform)]
+#[require(Transform, ObstacleStatus)]
 pub struct Obstacle {
     /// The shape, in the entity's frame (not reflected: a reflected copy is a floor).
     #[reflect(ignore, default = "reflected_shape")]
@@ -525,6 +526,19 @@ impl DeformableHandle {
     pub fn handle(&self) -> sim::BodyHandle {
         self.0
     }
+}
+
+/// What became of an [`Obstacle`], kept by the plugin (added with the obstacle). Read-only for
+/// games: an obstacle the simulation refused is reported here as well as in the log.
+#[derive(Component, Debug, Clone, Default, PartialEq)]
+pub struct ObstacleStatus {
+    /// Why the obstacle is not in the simulation (its shape, or its pose when it was added: a
+    /// non-finite or out-of-range transform); `None` while it is. Editing the [`Obstacle`]
+    /// tries again.
+    pub rejected: Option<sim::WorldError>,
+    /// Why the last move to the entity's transform was refused (a non-finite or out-of-range
+    /// pose): the obstacle stayed where it was. `None` once a move is accepted.
+    pub move_refused: Option<sim::ObstacleError>,
 }
 
 /// The body's state in the simulation, kept by the plugin. Read-only for games.

@@ -63,7 +63,7 @@ pub mod prelude {
     pub use crate::body_shapes::MeshBodyError;
     pub use crate::components::{
         Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableHandle, DeformableState,
-        InitialVelocity, Obstacle, Pin, SoftMaterial, StrainLimits,
+        InitialVelocity, Obstacle, ObstacleStatus, Pin, SoftMaterial, StrainLimits,
     };
     pub use crate::diagnostics::DeformableDiagnostics;
     pub use crate::embedding::{enclosing_body, mesh_from_surface, surface_from_mesh};

@@ -281,7 +281,12 @@ fn invalid_obstacles_and_materials_are_reported_not_fatal() {
         "{:?}",
         state.status()
     );
-    // The rejected ball is not in the world: the body falls freely ...
+    // The rejected ball says why on its entity ...
+    assert!(matches!(
+        app.world().get::<ObstacleStatus>(table).unwrap().rejected,
+        Some(sim::WorldError::Obstacle(_))
+    ));
+    // ... and is not in the world: the body falls freely ...
     assert!(
         app.world()
             .resource::<DeformableWorld>()
@@ -308,6 +313,54 @@ fn invalid_obstacles_and_materials_are_reported_not_fatal() {
         low > 0.45,
         "the body rests on the ball: lowest vertex at {low}"
     );
+    assert_eq!(
+        app.world().get::<ObstacleStatus>(table).unwrap(),
+        &ObstacleStatus::default()
+    );
+    // A non-finite transform: the ball is not moved, and its status says why until a valid
+    // transform moves it again.
+    app.world_mut()
+        .get_mut::<Transform>(table)
+        .unwrap()
+        .translation
+        .x = f32::NAN;
+    app.update();
+    let status = app.world().get::<ObstacleStatus>(table).unwrap();
+    assert!(status.move_refused.is_some(), "{status:?}");
+    let world = app.world().resource::<DeformableWorld>().world();
+    assert!(
+        world.obstacles()[0]
+            .position()
+            .iter()
+            .all(|c| c.is_finite())
+    );
+    app.world_mut()
+        .get_mut::<Transform>(table)
+        .unwrap()
+        .translation = Vec3::ZERO;
+    app.update();
+    assert_eq!(
+        app.world()
+            .get::<ObstacleStatus>(table)
+            .unwrap()
+            .move_refused,
+        None
+    );
+    // An obstacle spawned with a non-finite transform is rejected with the reason.
+    let lost = app
+        .world_mut()
+        .spawn((
+            Obstacle::ball(0.5),
+            Transform::from_xyz(0.0, f32::INFINITY, 0.0),
+        ))
+        .id();
+    app.update();
+    assert!(matches!(
+        app.world().get::<ObstacleStatus>(lost).unwrap().rejected,
+        Some(sim::WorldError::Obstacle(
+            sim::ObstacleError::InvalidValue { .. }
+        ))
+    ));
 }
 
 #[test]

@@ -10,7 +10,8 @@ use bevy::prelude::{MessageReader, Query, Ref, Res, ResMut, Time};
 use bevy::transform::helper::TransformHelper;
 
 use crate::components::{
-    Attachment, DeformableBody, DeformableState, InitialVelocity, Obstacle, Pin, SoftMaterial,
+    Attachment, DeformableBody, DeformableState, InitialVelocity, Obstacle, ObstacleStatus, Pin,
+    SoftMaterial,
 };
 use crate::convert::{quat_to_sim, to_sim};
 use crate::grab::GrabTool;
@@ -156,7 +157,12 @@ pub(super) fn sync_materials(
 pub(super) fn sync_obstacles(
     mut world: ResMut<DeformableWorld>,
     time: Res<Time>,
-    obstacles: Query<(Entity, Ref<Obstacle>, Option<&RigidBodyCoupling>)>,
+    mut obstacles: Query<(
+        Entity,
+        Ref<Obstacle>,
+        Option<&RigidBodyCoupling>,
+        &mut ObstacleStatus,
+    )>,
     transforms: TransformHelper,
     mut removed: RemovedComponents<Obstacle>,
 ) {
@@ -169,7 +175,7 @@ pub(super) fn sync_obstacles(
         }
     }
     let dt = time.delta_secs_f64();
-    for (entity, obstacle, coupling) in &obstacles {
+    for (entity, obstacle, coupling, mut status) in &mut obstacles {
         // From the hierarchy now, not last frame's propagation: no lag and no jump from the
         // origin for an obstacle spawned this frame.
         let Ok(transform) = transforms.compute_global_transform(entity) else {
@@ -190,27 +196,37 @@ pub(super) fn sync_obstacles(
             continue;
         }
         if let Some(&h) = world.obstacle_of.get(&entity) {
-            if let Ok(o) = world.world.obstacle_mut(h)
-                && let Err(e) = place_obstacle(o, position, rotation, coupling, dt)
-            {
-                // The obstacle stays where it was; the game hears of it once per frame.
-                warn!("obstacle {entity} not moved: {e}");
+            if let Ok(o) = world.world.obstacle_mut(h) {
+                match place_obstacle(o, position, rotation, coupling, dt) {
+                    Ok(()) => {
+                        if status.move_refused.is_some() {
+                            status.move_refused = None;
+                        }
+                    }
+                    Err(e) => {
+                        // The obstacle stays where it was; the game hears of it once per frame.
+                        warn!("obstacle {entity} not moved: {e}");
+                        status.move_refused = Some(e);
+                    }
+                }
             }
             continue;
         }
         match obstacle
             .to_sim(position, rotation)
             .and_then(|mut o| place_obstacle(&mut o, position, rotation, coupling, 0.0).map(|_| o))
-            .map_err(|e| e.to_string())
-            .and_then(|o| world.world.add_obstacle(o).map_err(|e| e.to_string()))
+            .map_err(sim::WorldError::from)
+            .and_then(|o| world.world.add_obstacle(o))
         {
             Ok(h) => {
                 world.obstacle_of.insert(entity, h);
                 world.entity_of_obstacle.insert(h, entity);
+                *status = ObstacleStatus::default();
             }
             Err(e) => {
                 warn!("obstacle {entity} rejected: {e}");
                 world.rejected_obstacles.insert(entity);
+                status.rejected = Some(e);
             }
         }
     }

@@ -119,3 +119,81 @@ fn a_bad_drawn_surface_is_a_typed_error_and_the_body_is_unchanged() {
     ));
     assert_eq!(world.bodies().count(), before);
 }
+
+/// Thin-feature safety: a sphere drawn in a coarse cube (2 cells, its vertices 0.2 m apart)
+/// dropped onto a grill of two thin bars (1 cm radius) that fit between the cage's vertices.
+/// The drawn sphere rests on the bars: no drawn point more than 1 mm inside a bar, the body
+/// does not pass the grill, and no cage vertex is deeper in a bar than the slack it is allowed
+/// (1.5 times its distance to the drawn surface).
+#[test]
+fn a_drawn_sphere_rests_on_bars_that_fit_between_its_cage_vertices() {
+    let cage = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 2));
+    // 600 points on a sphere of radius 0.18 (a Fibonacci lattice).
+    let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+    let drawn: Vec<Vec3> = (0..600)
+        .map(|i| {
+            let y = 1.0 - 2.0 * (i as f64 + 0.5) / 600.0;
+            let r = (1.0 - y * y).sqrt();
+            let a = golden * i as f64;
+            0.18 * Vec3::new(r * a.cos(), y, r * a.sin())
+        })
+        .collect();
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let along_x =
+        nalgebra::UnitQuaternion::from_axis_angle(&Vec3::z_axis(), std::f64::consts::FRAC_PI_2);
+    let radius = 0.01;
+    for z in [-0.1, 0.1] {
+        world
+            .add_obstacle(
+                ObstacleCollider::capsule(radius, 1.0)
+                    .unwrap()
+                    .with_rotation(along_x)
+                    .with_position(Vec3::new(0.0, 0.0, z)),
+            )
+            .unwrap();
+    }
+    let h = world
+        .add_body_from(
+            &BodyDesc::new(cage.clone(), MaterialParams::RUBBER)
+                .with_position(Vec3::new(0.0, 0.3, 0.0))
+                .with_drawn_surface(drawn.clone()),
+        )
+        .unwrap();
+    let points = embed_points(&cage, &drawn);
+    for _ in 0..120 {
+        let report = world.step(1.0 / 60.0).unwrap();
+        assert!(report.frozen.is_empty(), "{:?}", report.frozen);
+    }
+    let x = world.positions(h).unwrap();
+    // Depth of a point in a bar (m, negative outside).
+    let depth = |p: &Vec3| {
+        [-0.1, 0.1]
+            .map(|z: f64| radius - (p.y * p.y + (p.z - z) * (p.z - z)).sqrt())
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let deepest = points
+        .iter()
+        .map(|p| depth(&p.position(x)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    assert!(deepest < 1e-3, "a drawn point {deepest} m inside a bar");
+    let centre = x.iter().sum::<Vec3>() / x.len() as f64;
+    assert!(
+        centre.y > 0.1,
+        "the sphere passed the grill: centre at {centre:?}"
+    );
+    // The cage's vertices: each at most 1.5 times its rest distance to the drawn points deep.
+    let rest: Vec<Vec3> = cage.rest_positions().to_vec();
+    for (v, p) in x.iter().enumerate() {
+        let nearest = drawn
+            .iter()
+            .map(|d| (d - rest[v]).norm())
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            depth(p) <= 1.5 * nearest + 1e-3,
+            "cage vertex {v} {} m into a bar, slack {}",
+            depth(p),
+            1.5 * nearest
+        );
+    }
+}

@@ -24,19 +24,66 @@ enum MemberMatrix<'a> {
     Newton(crate::sim::fem::constrained::NewtonOperator<'a>),
 }
 
+/// Unknowns of an island's product below which its members' blocks are multiplied on one
+/// thread: a product of a few thousand unknowns costs less than handing it to another.
+const PARALLEL_UNKNOWNS: usize = 8192;
+
 impl IslandMatrix<'_> {
     /// Each member's matrix, its first unknown and its number of unknowns.
     fn blocks(&self) -> impl Iterator<Item = (MemberMatrix<'_>, usize, usize)> + '_ {
-        self.members.iter().filter_map(|&b| {
-            let body = &self.bodies[b as usize];
-            let pd = body.pd.as_ref()?;
-            let matrix = match &body.newton {
-                Some(state) => MemberMatrix::Newton(state.system.operator()),
-                None => MemberMatrix::Pd(pd),
-            };
-            let o = self.layout.offset_of[b as usize] as usize;
-            Some((matrix, o, pd.free_vertices().len()))
-        })
+        self.blocks_of(self.members)
+    }
+
+    /// As [`IslandMatrix::blocks`], for some of the members.
+    fn blocks_of<'s>(
+        &'s self,
+        members: &'s [u32],
+    ) -> impl Iterator<Item = (MemberMatrix<'s>, usize, usize)> + 's {
+        members.iter().filter_map(|&b| self.block(b))
+    }
+
+    /// Member `b`'s matrix, first unknown and number of unknowns (`None` without a system).
+    fn block(&self, b: u32) -> Option<(MemberMatrix<'_>, usize, usize)> {
+        let body = &self.bodies[b as usize];
+        let pd = body.pd.as_ref()?;
+        let matrix = match &body.newton {
+            Some(state) => MemberMatrix::Newton(state.system.operator()),
+            None => MemberMatrix::Pd(pd),
+        };
+        let o = self.layout.offset_of[b as usize] as usize;
+        Some((matrix, o, pd.free_vertices().len()))
+    }
+
+    /// Runs `f(matrix, first unknown, unknowns, out block, tmp block)` for every member of
+    /// `members`, whose blocks are `out` and `tmp` (starting at unknown `base`), in parallel
+    /// halves of the members where the blocks are large (each member's arithmetic is the same
+    /// either way, so the product does not depend on the thread count; no allocation).
+    fn for_each_block<F>(
+        &self,
+        members: &[u32],
+        base: usize,
+        out: &mut [Vec3],
+        tmp: &mut [Vec3],
+        f: &F,
+    ) where
+        F: Fn(MemberMatrix<'_>, usize, usize, &mut [Vec3], &mut [Vec3]) + Sync,
+    {
+        if members.len() > 1 && out.len() >= PARALLEL_UNKNOWNS {
+            let mid = members.len() / 2;
+            let split = self.layout.offset_of[members[mid] as usize] as usize - base;
+            let (out_lo, out_hi) = out.split_at_mut(split);
+            let (tmp_lo, tmp_hi) = tmp.split_at_mut(split.min(tmp.len()));
+            rayon::join(
+                || self.for_each_block(&members[..mid], base, out_lo, tmp_lo, f),
+                || self.for_each_block(&members[mid..], base + split, out_hi, tmp_hi, f),
+            );
+            return;
+        }
+        for (matrix, o, n) in self.blocks_of(members) {
+            let r = o - base..o - base + n;
+            let t = if tmp.is_empty() { 0..0 } else { r.clone() };
+            f(matrix, o, n, &mut out[r], &mut tmp[t]);
+        }
     }
 }
 
@@ -45,13 +92,14 @@ impl SpdOperator for IslandMatrix<'_> {
         self.unknowns
     }
     fn apply(&self, x: &[Vec3], out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
+        let f = |matrix: MemberMatrix<'_>, o: usize, n: usize, out: &mut [Vec3], _: &mut [Vec3]| {
+            let x = &x[o..o + n];
             match matrix {
                 MemberMatrix::Pd(pd) => pd.matrix().mul_vec3(x, out),
                 MemberMatrix::Newton(m) => m.apply(x, out),
             }
-        }
+        };
+        self.for_each_block(self.members, 0, &mut out[..self.unknowns], &mut [], &f);
     }
     fn diagonal(&self, out: &mut [Vec3]) {
         for (matrix, o, n) in self.blocks() {
@@ -72,7 +120,16 @@ impl SpdOperator for IslandMatrix<'_> {
         }
     }
     fn product_row(&self, x: &[Vec3], v: usize) -> Option<Vec3> {
-        let (matrix, o, n) = self.blocks().find(|&(_, o, n)| (o..o + n).contains(&v))?;
+        // The members' blocks follow each other in order: the last member starting at or
+        // before `v` holds it (one without a system has no unknowns).
+        let offsets = &self.layout.offset_of;
+        let k = self
+            .members
+            .partition_point(|&b| offsets[b as usize] as usize <= v);
+        let (matrix, o, n) = self.block(*self.members.get(k.checked_sub(1)?)?)?;
+        if v >= o + n {
+            return None;
+        }
         let x = &x[o..o + n];
         match matrix {
             MemberMatrix::Pd(pd) => Some(pd.matrix().mul_row(x, v - o)),
@@ -93,14 +150,15 @@ impl SpdOperator for IslandMatrix<'_> {
         }
     }
     fn apply_scaled(&self, scale: &[Vec3], x: &[Vec3], tmp: &mut [Vec3], out: &mut [Vec3]) {
-        for (matrix, o, n) in self.blocks() {
-            let (x, out) = (&x[o..o + n], &mut out[o..o + n]);
-            match matrix {
-                MemberMatrix::Pd(pd) => pd.apply_jacobi_scaled(x, out),
-                MemberMatrix::Newton(m) => {
-                    m.apply_scaled(&scale[o..o + n], x, &mut tmp[o..o + n], out)
+        let f =
+            |matrix: MemberMatrix<'_>, o: usize, n: usize, out: &mut [Vec3], tmp: &mut [Vec3]| {
+                let x = &x[o..o + n];
+                match matrix {
+                    MemberMatrix::Pd(pd) => pd.apply_jacobi_scaled(x, out),
+                    MemberMatrix::Newton(m) => m.apply_scaled(&scale[o..o + n], x, tmp, out),
                 }
-            }
-        }
+            };
+        let n = self.unknowns;
+        self.for_each_block(self.members, 0, &mut out[..n], &mut tmp[..n], &f);
     }
 }

@@ -108,6 +108,14 @@ fn a_bad_drawn_surface_is_a_typed_error_and_the_body_is_unchanged() {
         Err(WorldError::VertexOutOfRange { .. })
     ));
     assert_eq!(world.proxies(h).unwrap(), &proxies[..]);
+    // Repeated points (a render mesh's seam copies) collide once.
+    let once = embed_points(&cage, &surface.positions()[..10]);
+    world.set_drawn_surface(h, once.clone()).unwrap();
+    let count = world.proxies(h).unwrap().len();
+    let twice: Vec<EmbeddedPoint> = once.iter().chain(&once).copied().collect();
+    world.set_drawn_surface(h, twice).unwrap();
+    assert_eq!(world.proxies(h).unwrap().len(), count);
+    world.set_proxies(h, proxies.clone()).unwrap();
     // A drawn point outside every tet of the cage.
     let mut outside = surface.positions().to_vec();
     outside[7] = Vec3::new(0.0, 10.0, 0.0);

@@ -13,8 +13,9 @@
 //! at least `d` away from every point outside it (a path out must cross the obstacle's
 //! boundary). So while every drawn point is outside, no cage vertex is deeper than its
 //! distance to the nearest drawn point, whatever the obstacle's shape. The factor covers the
-//! deformation since the call: a cage vertex's distance to its nearest drawn point may shrink
-//! under compression, and up to a third of it the net stays slack. Where the drawn points are
+//! deformation since the call: the net could hold the surface up only where the cage between
+//! a vertex and its nearest drawn point is stretched to more than 1.5 times its length then
+//! (compression only brings them closer). Where the drawn points are
 //! sparse against a thin obstacle (an edge that fits between them), the net bounds how far the
 //! cage may cross it: a cage vertex reaches at most 1.5 times its distance to the drawn
 //! surface into the obstacle, so the drawn surface cannot be carried through it and snag.
@@ -38,13 +39,14 @@ use crate::sim::nearest::PointGrid;
 pub const MAX_DRAWN_EXTRAPOLATION: f64 = 0.5;
 
 /// A cage vertex's slack, as a share of its distance to the nearest drawn point (see the
-/// module docs): 1.5 keeps the net slack under compression of up to a third.
+/// module docs): 1.5 keeps the net slack under stretch of up to a half.
 pub(crate) const DRAWN_SLACK_FACTOR: f64 = 1.5;
 
 impl SoftWorld {
     /// Makes the body collide with obstacles by its drawn surface: `points` (embedded in its
     /// tets, e.g. by [`crate::sim::embed::embed_points`] from a detailed mesh's vertices)
-    /// become its collision proxies, and every vertex that is not one of them collides only
+    /// become its collision proxies (each once: repeated points, such as a render mesh's seam
+    /// copies, are dropped), and every vertex that is not one of them collides only
     /// once it is deeper in an obstacle than 1.5 times its present distance to the nearest of
     /// the points (a safety net that never holds the drawn surface up; see the module docs of
     /// `drawn.rs`). Soft-soft contact is unchanged (the tet mesh's surface).
@@ -63,6 +65,14 @@ impl SoftWorld {
             return Err(WorldError::EmptyDrawnSurface);
         }
         check_embedded("drawn surface weight", &points, b.x.len())?;
+        // A render mesh repeats a vertex along its seams (one copy per normal or texture
+        // coordinate): one row is enough, and repeated rows only make the contact
+        // subspace's matrix singular.
+        let mut seen = std::collections::HashSet::new();
+        let points: Vec<EmbeddedPoint> = points
+            .into_iter()
+            .filter(|p| seen.insert((p.vertices, p.weights.map(f64::to_bits))))
+            .collect();
         let (colliders, slack) = drawn_collision_points(&b.x, &points);
         b.colliders = colliders;
         b.collider_slack = slack;

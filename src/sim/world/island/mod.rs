@@ -89,7 +89,7 @@ pub(crate) const VIOLATION_TOLERANCE: f64 = 1e-4;
 /// is left out while the point is further than this share of the contact margin from the
 /// obstacle at the iterate (1 mm at the default margin). A detailed drawn surface puts hundreds
 /// of points within the margin of a floor, and the subspace's `S` is rebuilt whenever its rows
-/// change: measured on the bunny of `tests/sim_drawn.rs` (180 steps resting, release), 2.3 s
+/// change: measured on the bunny of `tests/sim_drawn.rs` (180 steps resting, release), 2.1 s
 /// with every point in the margin against 1.0 s, and 10.3 s against 3.4 s in a 12-cell cage,
 /// at the same residuals and with no drawn point below the floor. A point the iterate brings
 /// closer gets its row in the next iteration (and re-detection finds one that crossed).

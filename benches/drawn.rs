@@ -7,40 +7,17 @@
 //! relative residual of the last step, and where the lowest drawn point and the lowest cage
 //! vertex end (mm above the floor), and writes `target/bench/drawn.json`.
 
-use std::sync::Arc;
+// The bunny scene shared with `tests/sim_drawn.rs`.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-use bevy_deformable::sim::embed::embed_points;
-use bevy_deformable::sim::{
-    BodyDesc, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, TriangleSurface, Vec3,
-    WorldSettings,
-};
-
-const BUNNY_OBJ: &str = include_str!("../assets/meshes/bunny_10k.obj");
 const STEPS: usize = 180;
 
-/// One run: ms per step, the last step's PD iterations and residual, the lowest drawn point
-/// and cage vertex (m).
-fn run(surface: &TriangleSurface, cells: usize, drawn: bool) -> (usize, f64, usize, f64, f64, f64) {
-    let cage = Arc::new(TetMesh::try_enclosing(surface, cells).expect("a cage"));
-    let mut world = SoftWorld::new(WorldSettings::default());
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("unit normal"))
-        .expect("valid floor");
-    let lowest = surface
-        .positions()
-        .iter()
-        .map(|p| p.y)
-        .fold(f64::INFINITY, f64::min);
-    let mut desc = BodyDesc::new(cage.clone(), MaterialParams::JELLY).with_position(Vec3::new(
-        0.0,
-        0.05 - lowest,
-        0.0,
-    ));
-    if drawn {
-        desc = desc.with_drawn_surface(surface.positions().to_vec());
-    }
-    let h = world.add_body_from(&desc).expect("valid body");
-    let points = embed_points(&cage, surface.positions());
+/// One run: the cage's vertices, ms per step, the last step's PD iterations and residual, the
+/// lowest drawn point and cage vertex (m).
+fn run(cells: usize, drawn: bool) -> (usize, f64, usize, f64, f64, f64) {
+    let (mut world, points) = common::bunny::dropped_bunny(cells, drawn);
+    let h = world.bodies().next().expect("the bunny");
     let mut wall = 0.0;
     let mut last = (0, 0.0);
     for _ in 0..STEPS {
@@ -55,7 +32,7 @@ fn run(surface: &TriangleSurface, cells: usize, drawn: bool) -> (usize, f64, usi
         .fold(f64::INFINITY, f64::min);
     let cage_low = x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
     (
-        cage.vertex_count(),
+        x.len(),
         wall / STEPS as f64,
         last.0,
         last.1,
@@ -65,9 +42,6 @@ fn run(surface: &TriangleSurface, cells: usize, drawn: bool) -> (usize, f64, usi
 }
 
 fn main() {
-    let surface = TriangleSurface::from_obj(BUNNY_OBJ)
-        .expect("a closed surface")
-        .transformed(0.5, Vec3::zeros());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
@@ -81,7 +55,7 @@ fn main() {
     for cells in [5, 7, 12] {
         for drawn in [false, true] {
             let (vertices, ms, its, residual, drawn_low, cage_low) =
-                pool.install(|| run(&surface, cells, drawn));
+                pool.install(|| run(cells, drawn));
             let mode = if drawn { "drawn surface" } else { "cage" };
             println!(
                 "| {cells} | {vertices} | {mode} | {ms:.2} | {its} | {residual:.1e} | {:.2} | {:.2} |",

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: the headless Bevy app of the plugin tests
-//! ([`app`]), surface crossings between bodies, the cantilever of the beam-theory checks
+//! ([`app`]), the caged bunny of the drawn-surface tests and bench ([`bunny`]), surface crossings between bodies, the cantilever of the beam-theory checks
 //! ([`beam`]) and the block on a slope of the friction checks ([`slope`]).
 
 // Each test crate uses its own subset.
@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod beam;
+pub mod bunny;
 pub mod slope;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;

@@ -58,6 +58,26 @@ fn scene() -> SoftWorld {
     world
 }
 
+/// Snapshots and restores timed per call.
+const SNAPSHOT_REPEATS: usize = 50;
+
+/// The mean time (ms) of a snapshot taken into a reused one and of a restore, on the world as
+/// it is (the first snapshot, which allocates, is not timed).
+fn snapshot_costs(world: &mut SoftWorld) -> (f64, f64) {
+    let mut snapshot = world.snapshot();
+    let started = Instant::now();
+    for _ in 0..SNAPSHOT_REPEATS {
+        world.snapshot_into(&mut snapshot);
+    }
+    let take = started.elapsed().as_secs_f64() * 1e3 / SNAPSHOT_REPEATS as f64;
+    let started = Instant::now();
+    for _ in 0..SNAPSHOT_REPEATS {
+        world.restore(&snapshot).expect("the world's own snapshot");
+    }
+    let restore = started.elapsed().as_secs_f64() * 1e3 / SNAPSHOT_REPEATS as f64;
+    (take, restore)
+}
+
 /// The deepest surface vertex of any body inside another (m): for each vertex strictly inside
 /// a deformed tet of another body, its distance to that body's surface (pairs whose bounds
 /// overlap).
@@ -155,12 +175,16 @@ fn main() {
         "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration; the crossing is the deepest vertex inside another body, sampled every {DEPTH_EVERY} steps: {} samples)",
         crossings.len()
     );
+    let (snapshot_ms, restore_ms) = snapshot_costs(&mut world);
+    println!(
+        "snapshot of the pile after the run: {snapshot_ms:.3} ms to take (into a reused one), {restore_ms:.3} ms to restore (means of {SNAPSHOT_REPEATS})"
+    );
     let fields: Vec<String> = columns
         .iter()
         .map(|(key, v)| format!("\"{key}\": {v:.4}"))
         .collect();
     let json = format!(
-        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}}}\n",
+        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}, \"snapshot_ms\": {snapshot_ms:.4}, \"restore_ms\": {restore_ms:.4}}}\n",
         fields.join(", ")
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");

@@ -22,6 +22,7 @@
 //! ([`InverseColumns::reset`]). Memory is bounded (`memory_bytes` of [`InverseColumns::reset`]); when full, the
 //! least recently used column not used in the current step is replaced.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::pd::PdSystem;
@@ -35,7 +36,7 @@ static LAST_GENERATION: AtomicU64 = AtomicU64::new(0);
 const NONE: u32 = u32::MAX;
 
 /// The cached columns of one body's `A^-1`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct InverseColumns {
     /// Free vertices of the body (the length of a column).
     n: usize,
@@ -47,8 +48,10 @@ pub struct InverseColumns {
     vertex_of: Vec<u32>,
     /// Per slot: the stamp of the step that last used it.
     used: Vec<u64>,
-    /// The columns, slot after slot.
-    values: Vec<f64>,
+    /// Per slot: its column. Shared with the clones of the cache (a world snapshot), so that a
+    /// clone copies pointers, not columns: a column is never changed while shared (a slot
+    /// given to another vertex gets a new one where its old column is still shared).
+    values: Vec<Arc<[f64]>>,
     /// The current step's stamp.
     stamp: u64,
     /// Per free vertex: the [`InverseColumns::plan`] call that last counted it.
@@ -142,10 +145,7 @@ impl InverseColumns {
     /// The column of free vertex `d`, if cached.
     pub fn column(&self, d: u32) -> Option<&[f64]> {
         let slot = *self.slot_of.get(d as usize)?;
-        (slot != NONE).then(|| {
-            let s = slot as usize * self.n;
-            &self.values[s..s + self.n]
-        })
+        (slot != NONE).then(|| &self.values[slot as usize][..])
     }
 
     /// Makes sure the column of free vertex `d` is cached, computing it with one scalar solve
@@ -165,7 +165,7 @@ impl InverseColumns {
         let slot = if self.vertex_of.len() < self.capacity {
             self.vertex_of.push(d);
             self.used.push(self.stamp);
-            self.values.resize(self.values.len() + self.n, 0.0);
+            self.values.push(Arc::from(vec![0.0; self.n]));
             self.vertex_of.len() - 1
         } else {
             // The least recently used slot, unless it is in use in this step.
@@ -185,7 +185,12 @@ impl InverseColumns {
         };
         *budget -= 1;
         self.slot_of[d as usize] = slot as u32;
-        let column = &mut self.values[slot * self.n..(slot + 1) * self.n];
+        if Arc::get_mut(&mut self.values[slot]).is_none() {
+            self.values[slot] = Arc::from(vec![0.0; self.n]);
+        }
+        let Some(column) = Arc::get_mut(&mut self.values[slot]) else {
+            return false;
+        };
         column.iter_mut().for_each(|c| *c = 0.0);
         column[d as usize] = 1.0;
         pd.solve_scalar_with(column, &mut self.scratch);

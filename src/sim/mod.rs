@@ -83,5 +83,5 @@ pub use world::{
     DEFAULT_MPRGP_TOLERANCE, DEFAULT_NEWTON_ITERATIONS, DEFAULT_PD_TOLERANCE, EnergyAudit,
     FreezeReason, MAX_ANDERSON_WINDOW, MAX_DRAWN_EXTRAPOLATION, MAX_NEWTON_ITERATIONS,
     MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping,
-    SoftWorld, Solver, StepReport, WorldError, WorldSettings,
+    SnapshotError, SoftWorld, Solver, StepReport, WorldError, WorldSettings, WorldSnapshot,
 };

@@ -21,7 +21,7 @@ use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace};
 use crate::sim::math::Vec3;
 
 /// The BVHs of one body: proxies, boundary triangles and boundary edges.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct BodyBvh {
     proxies: Bvh,
     triangles: Bvh,

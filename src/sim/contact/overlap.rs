@@ -69,7 +69,7 @@ fn parity_direction() -> Vec3 {
 }
 
 /// Reused buffers of [`detect_deep_overlap`].
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct OverlapScratch {
     state: Vec<u8>,
     queue: Vec<u32>,

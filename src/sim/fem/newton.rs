@@ -125,7 +125,7 @@ pub struct NewtonStats {
 }
 
 /// One body's elastic energy, its derivatives and the Newton matrix.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct NewtonSystem {
     pub(super) model: FemModel,
     pub(super) lame: Lame,

@@ -23,7 +23,7 @@ use crate::sim::sparse::FactorError;
 
 /// Every element's energy, energy gradient and signed SVD at some positions, in caller-owned
 /// buffers (see [`NewtonSystem::evaluate_elements_into`]).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ElementEvaluation(Vec<(f64, [Vec3; 4], Svd3)>);
 
 impl NewtonSystem {

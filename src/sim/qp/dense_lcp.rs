@@ -171,7 +171,7 @@ impl SymmetricRows {
 }
 
 /// Reusable buffers of the solver.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct DenseLcp {
     active: Vec<usize>,
     /// Per row: its place in `active`, or `u32::MAX`.

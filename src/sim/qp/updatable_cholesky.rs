@@ -44,6 +44,20 @@ pub struct UpdatableCholesky {
     mem_dim: usize,
 }
 
+/// A clone keeps the factor and leaves faer's scratch behind (it is made again on demand).
+impl Clone for UpdatableCholesky {
+    fn clone(&self) -> Self {
+        Self {
+            ids: self.ids.clone(),
+            l: self.l.clone(),
+            ld: self.ld,
+            work: self.work.clone(),
+            mem: None,
+            mem_dim: 0,
+        }
+    }
+}
+
 impl std::fmt::Debug for UpdatableCholesky {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpdatableCholesky")

@@ -65,7 +65,8 @@ pub const SPLIT_SOLVE_ROWS: usize = 4096;
 /// A prefactored sparse Cholesky `L = C C'` of a [`SymmetricMatrix`], solving three right-hand
 /// sides at once. Symbolic analysis once, numeric refactorization on demand.
 pub struct SparseCholesky {
-    symbolic: SymbolicCholesky<usize>,
+    /// The symbolic analysis, fixed once made: shared by clones.
+    symbolic: std::sync::Arc<SymbolicCholesky<usize>>,
     upper: SymbolicSparseColMat<usize>,
     /// For each upper-CSC entry, its slot in the CSR value array.
     upper_from_full: Vec<usize>,
@@ -85,6 +86,29 @@ pub struct SparseCholesky {
     subtree_split: Option<SubtreeSplit>,
     ordering: FillOrdering,
     factored: bool,
+}
+
+/// A clone holds the same factor (bit for bit) and scratch of its own.
+impl Clone for SparseCholesky {
+    fn clone(&self) -> Self {
+        let (req, split_req) = Self::scratch_of(&self.symbolic);
+        Self {
+            symbolic: self.symbolic.clone(),
+            upper: self.upper.clone(),
+            upper_from_full: self.upper_from_full.clone(),
+            upper_values: self.upper_values.clone(),
+            factor_values: self.factor_values.clone(),
+            factor_values_f32: self.factor_values_f32.clone(),
+            rhs: self.rhs.clone(),
+            rhs_f32: self.rhs_f32.clone(),
+            mem: MemBuffer::new(req),
+            mem_split: MemBuffer::new(split_req),
+            scalar_req: self.scalar_req,
+            subtree_split: self.subtree_split.clone(),
+            ordering: self.ordering,
+            factored: self.factored,
+        }
+    }
 }
 
 /// The fill-reducing ordering of a [`SparseCholesky`].
@@ -142,6 +166,13 @@ fn symbolic_cholesky(
 pub struct SolveScratch {
     mem: Option<MemBuffer>,
     bytes: usize,
+}
+
+/// A clone is empty scratch (it grows again on its first solve).
+impl Clone for SolveScratch {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 impl std::fmt::Debug for SolveScratch {
@@ -211,6 +242,17 @@ impl SparseCholesky {
         }
     }
 
+    /// faer's scratch of the factorization and the three-coordinate solves, and of the
+    /// single-coordinate half of a split solve.
+    fn scratch_of(symbolic: &SymbolicCholesky<usize>) -> (StackReq, StackReq) {
+        let req = StackReq::any_of(&[
+            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Spec::default()),
+            symbolic.solve_in_place_scratch::<f64>(3, Par::Seq),
+            symbolic.solve_in_place_scratch::<f32>(3, Par::Seq),
+        ]);
+        (req, symbolic.solve_in_place_scratch::<f32>(1, Par::Seq))
+    }
+
     fn with_symbolic(
         symbolic: SymbolicCholesky<usize>,
         upper: SymbolicSparseColMat<usize>,
@@ -218,15 +260,11 @@ impl SparseCholesky {
         ordering: FillOrdering,
     ) -> Result<Self, FactorError> {
         let n = symbolic.nrows();
-        let req = StackReq::any_of(&[
-            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Spec::default()),
-            symbolic.solve_in_place_scratch::<f64>(3, Par::Seq),
-            symbolic.solve_in_place_scratch::<f32>(3, Par::Seq),
-        ]);
+        let (req, split_req) = Self::scratch_of(&symbolic);
         let mem = MemBuffer::try_new(req).map_err(|e| FactorError::Internal(format!("{e:?}")))?;
         let scalar_req = symbolic.solve_in_place_scratch::<f64>(1, Par::Seq);
-        let mem_split = MemBuffer::try_new(symbolic.solve_in_place_scratch::<f32>(1, Par::Seq))
-            .map_err(|e| FactorError::Internal(format!("{e:?}")))?;
+        let mem_split =
+            MemBuffer::try_new(split_req).map_err(|e| FactorError::Internal(format!("{e:?}")))?;
         let subtree_split = match symbolic.raw() {
             SymbolicCholeskyRaw::Supernodal(supernodal) if n >= SPLIT_SOLVE_ROWS => {
                 SubtreeSplit::new(supernodal)
@@ -239,7 +277,7 @@ impl SparseCholesky {
             rhs_f32: vec![0.0; 3 * n],
             upper_values: vec![0.0; upper_from_full.len()],
             rhs: vec![0.0; 3 * n],
-            symbolic,
+            symbolic: std::sync::Arc::new(symbolic),
             upper,
             upper_from_full,
             mem,

@@ -35,7 +35,7 @@ pub const MAX_ANDERSON_WINDOW: usize = 8;
 
 /// One body's share of the history: its coordinates of the stored differences, and the last
 /// image and residual.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct AndersonHistory {
     /// `dG_i` (N), one vector per slot.
     dg: Vec<Vec<Vec3>>,

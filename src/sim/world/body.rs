@@ -80,12 +80,39 @@ pub(crate) fn listed_collision_points(
     out
 }
 
+/// A body's PD system (its matrix and factor), a function of its mesh, material, pins,
+/// attachments, grab spring and time step, built on demand ([`SoftBody::ensure_system`]).
+/// Left out of a clone (the clone has none, and builds it before it steps): a
+/// [`super::WorldSnapshot`] holds bodies without it, and a restore hands the live body's
+/// system back where the factor is the one the snapshot's body had.
+#[derive(Debug, Default)]
+pub(crate) struct SystemSlot(pub(crate) Option<PdSystem>);
+
+impl Clone for SystemSlot {
+    fn clone(&self) -> Self {
+        Self(None)
+    }
+}
+
+impl std::ops::Deref for SystemSlot {
+    type Target = Option<PdSystem>;
+    fn deref(&self) -> &Option<PdSystem> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for SystemSlot {
+    fn deref_mut(&mut self) -> &mut Option<PdSystem> {
+        &mut self.0
+    }
+}
+
 /// A soft body in a [`super::SoftWorld`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SoftBody {
     pub(crate) mesh: Arc<TetMesh>,
     pub(crate) material: MaterialParams,
-    pub(crate) pd: Option<PdSystem>,
+    pub(crate) pd: SystemSlot,
     /// The Newton solver's state, with [`super::Solver::NewtonMprgp`] only (built on the first
     /// step with it, and again after every edit that rebuilds or refactors the PD system).
     pub(crate) newton: Option<NewtonState>,
@@ -146,7 +173,7 @@ impl SoftBody {
         Self {
             mesh,
             material,
-            pd: None,
+            pd: SystemSlot(None),
             newton: None,
             rebuild: Rebuild::Full,
             good_x: positions.clone(),
@@ -208,7 +235,7 @@ impl SoftBody {
                     },
                 )
                 .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
-                self.pd = Some(pd);
+                *self.pd = Some(pd);
             }
         }
         self.rebuild = Rebuild::None;
@@ -249,7 +276,7 @@ impl SoftBody {
     /// The elastic energy (J) of positions `x` under the solver's model: the Newton solver's
     /// finite-element energy where it runs, else the PD energy (0 before the first step).
     pub(crate) fn elastic_energy(&self, x: &[Vec3]) -> f64 {
-        match (&self.newton, &self.pd) {
+        match (&self.newton, self.pd.as_ref()) {
             (Some(newton), _) => newton.system.elastic_energy_at(x),
             (None, Some(pd)) => pd.elastic_energy(x),
             (None, None) => 0.0,
@@ -290,7 +317,7 @@ impl SoftBody {
     /// Puts the body to sleep where it is, at zero velocity; its bounds are padded by
     /// `margin` (m).
     pub(crate) fn fall_asleep(&mut self, margin: f64) {
-        if let (Some(audit), Some(pd)) = (&mut self.last_step.0.energy, &self.pd) {
+        if let (Some(audit), Some(pd)) = (&mut self.last_step.0.energy, self.pd.as_ref()) {
             audit.sleep = -super::audit::kinetic(pd.masses(), &self.v);
         }
         self.asleep = true;

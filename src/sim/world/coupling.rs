@@ -138,7 +138,7 @@ impl Entry {
 }
 
 /// The coupled rigid bodies of one substep.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Coupling {
     entries: Vec<Entry>,
     /// Per obstacle: its body's entry, or [`NOT_COUPLED`].

@@ -12,7 +12,7 @@ pub struct BodyHandle(pub(crate) u32);
 pub struct ObstacleHandle(pub(crate) u32);
 
 /// The ids of a list's entries in list order, with each id's position.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct HandleTable {
     ids: Vec<u32>,
     position: HashMap<u32, u32>,

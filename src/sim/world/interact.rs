@@ -89,7 +89,7 @@ impl SoftWorld {
             .is_some_and(|g| g.point == point && g.stiffness == stiffness);
         b.grab = Some(spring);
         if same_matrix {
-            if let Some(pd) = &mut b.pd {
+            if let Some(pd) = b.pd.as_mut() {
                 pd.set_spring_target(target);
             }
         } else {
@@ -108,7 +108,7 @@ impl SoftWorld {
         let b = self.body_mut(h)?;
         if let Some(g) = &mut b.grab {
             g.target = target;
-            if let Some(pd) = &mut b.pd {
+            if let Some(pd) = b.pd.as_mut() {
                 pd.set_spring_target(target);
             }
         }

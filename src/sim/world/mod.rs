@@ -37,6 +37,7 @@
 //! | `desc.rs` | [`BodyDesc`] and [`SoftWorld::add_body_from`] |
 //! | `drawn.rs` | [`SoftWorld::set_drawn_surface`]: a body that collides with obstacles by the surface it is drawn with |
 //! | `interact.rs` | picking, grabbing and the debug views of a running world |
+//! | `snapshot.rs` | [`WorldSnapshot`]: [`SoftWorld::snapshot`] and [`SoftWorld::restore`], for rollback and replays |
 
 mod anderson;
 mod audit;
@@ -52,6 +53,7 @@ mod report;
 mod settings;
 mod settling;
 mod sleeping;
+mod snapshot;
 mod solver;
 mod step;
 mod workspace;
@@ -73,6 +75,7 @@ pub use settings::{
     DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE, DEFAULT_PD_TOLERANCE, MAX_NEWTON_ITERATIONS,
     MAX_PD_ITERATIONS, MAX_SUBSTEPS, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, WorldSettings,
 };
+pub use snapshot::{SnapshotError, WorldSnapshot};
 pub use solver::{DEFAULT_NEWTON_ITERATIONS, Solver};
 
 use super::contact::{ContactLcp, ObstacleCollider};
@@ -84,6 +87,11 @@ use body::Rebuild;
 use error::{check_embedded, check_finite, check_vertex};
 
 /// A world of soft bodies and obstacles.
+///
+/// A clone is a world in the same state whose bodies build their PD systems (matrix and
+/// factor) again before their first step, so its steps agree with the original's to the
+/// solver's tolerance; for bit-identical replays and rollback use [`SoftWorld::snapshot`] and
+/// [`SoftWorld::restore`], which keep the factors.
 ///
 /// # Example
 /// ```
@@ -99,7 +107,7 @@ use error::{check_embedded, check_finite, check_vertex};
 /// let lowest = world.positions(body).unwrap().iter().map(|p| p.y).fold(f64::MAX, f64::min);
 /// assert!(lowest > -1e-3);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SoftWorld {
     settings: WorldSettings,
     bodies: Vec<SoftBody>,

@@ -62,7 +62,7 @@ struct SeenObstacle {
 }
 
 /// What the wake pass keeps between steps (reused buffers: no allocation once warm).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct SleepState {
     /// Per body: bounds over its coming step if it is awake and moves.
     swept: Vec<Option<Bounds>>,

@@ -70,7 +70,7 @@ pub const DEFAULT_NEWTON_ITERATIONS: usize = 2;
 
 /// What a body keeps for the Newton solver: its finite-element system and the buffers of an
 /// iteration (per free vertex).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct NewtonState {
     /// Energy, forces and the Newton matrix with its factor.
     pub system: NewtonSystem,

@@ -8,7 +8,7 @@ use crate::sim::math::Vec3;
 
 /// Scratch buffers reused every step (no allocation once warmed up). The constrained global
 /// step's vectors live in the body's island (`super::island`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Workspace {
     pub y: Vec<Vec3>,
     pub x_start: Vec<Vec3>,
@@ -64,7 +64,7 @@ pub(crate) struct Workspace {
 }
 
 /// Scratch of the convergence measure (the step's `residual` module), per body.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct ResidualScratch {
     /// The free vertices' positions (m).
     pub x: Vec<Vec3>,

@@ -79,7 +79,7 @@ fn sort_by_key(order: &mut [u32], keys: &[RowKey]) {
 const UPPER_BLOCK_ROWS: usize = 48;
 
 /// A block of rows of `S`'s upper triangle and its scratch.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct UpperBlock {
     /// The rows, their columns those of the whole matrix.
     rows: SymmetricRows,
@@ -160,7 +160,7 @@ const MAX_SWEEPS: usize = 300;
 /// The contact subspace's state of one island, kept from iteration to iteration while its rows come
 /// back (the kept `S`, its rows' keys, the dense LCP) and the scratch that builds it. Used by
 /// [`Island::solve_in_contact_subspace`] alone, and [`Island::solve`] records `lambda_prev`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct DualState {
     /// [`Island::lambda`] of the last constrained step, the contact subspace's warm start.
     pub(super) lambda_prev: Vec<f64>,

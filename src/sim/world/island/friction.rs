@@ -68,7 +68,7 @@ const CARRY_NORMAL_COS: f64 = 0.9;
 
 /// The contact forces a step ends with, for the next step to start from: its friction and
 /// the normal forces of its contacts.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct ContactMemory {
     /// Per friction group (keyed as [`FrictionGroup::key`]): its total force (N).
     groups: Vec<((u32, u32), Vec3)>,
@@ -188,7 +188,7 @@ fn combine(share: Vec3, local: Vec3, n: &Vec3, limit: f64, model: FrictionModel)
 /// The friction update's state of one island ([`Island::update_friction`]): the groups of
 /// contacts per pair of bodies (or body and obstacle), their forces and compliances in this step,
 /// each contact's force beyond its group's share, and the scratch of the compliance solves.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct FrictionUpdate {
     /// Scratch of the friction update: per member, the number of groups it slides in.
     pub(super) member_degree: Vec<f64>,

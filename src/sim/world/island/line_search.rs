@@ -37,7 +37,7 @@ use crate::sim::world::body::SoftBody;
 const MAX_HALVINGS: usize = 10;
 
 /// Scratch of [`Island::newton_line_search`].
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct LineSearch {
     /// Per unknown: the iterate `x_k` (m).
     start: Vec<Vec3>,

@@ -126,7 +126,7 @@ pub(crate) struct IslandStats {
 /// only that stage keeps: the contact subspace (`dual`), the friction update (`friction`),
 /// the coupled rigid bodies (`rigid`), the MPRGP warm start (`warm_start`), re-detection
 /// (`redetect`), the Newton line search (`line_search`) and restitution (`restitution`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Island {
     /// Member bodies (world indices), increasing.
     pub members: Vec<u32>,

@@ -24,7 +24,7 @@ use crate::sim::world::body::SoftBody;
 use crate::sim::world::settings::WorldSettings;
 
 /// One member's share of a re-detection: its scratch buffers and what it found.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct MemberSearch {
     positions: Vec<Vec3>,
     found: Vec<Contact>,
@@ -47,7 +47,7 @@ struct Known<'a> {
 }
 
 /// The scratch and findings of one island's re-detection ([`Island::redetect`]).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Redetection {
     /// Per member, the scratch and findings of [`Island::redetect`].
     pub(super) searches: Vec<MemberSearch>,

@@ -19,7 +19,7 @@ use crate::sim::world::body::SoftBody;
 /// ([`Island::setup_contacts`]) and read by [`Island::restitution_force`] after the position
 /// solve (and by the velocity LCP, which lets a contact that does not bounce take back at most
 /// its push).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Restitution {
     /// Per contact: its restitution coefficient where its approach speed at the start of the
     /// step exceeds the threshold, else 0 (see [`Island::restitution_force`]).

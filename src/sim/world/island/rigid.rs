@@ -92,7 +92,7 @@ pub(super) struct RowRigid {
 
 /// The coupled rigid bodies of one island in this substep ([`crate::sim::world::coupling`]):
 /// the bodies, which contact and row is on which, and the scratch of their held update.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct CoupledRigid {
     /// The coupled rigid bodies the island's contacts touch (`crate::sim::world::coupling`).
     pub(super) bodies: Vec<IslandRigid>,

@@ -46,7 +46,7 @@ use crate::sim::world::body::SoftBody;
 /// without the global matrix (see the module docs), with the inertial prediction the QP is solved
 /// about. Filled by [`Island::solve`], read by [`Island::choose_warm_start`] and
 /// [`Island::solve_by_mprgp`].
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct WarmStart {
     /// The iterate, projected as a warm start of the QP; after an MPRGP solve, its solution.
     pub(super) x_alt: Vec<Vec3>,

@@ -14,7 +14,7 @@ use crate::sim::world::body::SoftBody;
 use crate::sim::world::settings::WorldSettings;
 
 /// What [`detect_soft`] finds for the pairs of one first body, with its scratch.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct PairDetection {
     pub(super) soft: Vec<SoftContact>,
     pub(super) edges: Vec<EdgeContact>,

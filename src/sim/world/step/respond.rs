@@ -107,7 +107,7 @@ pub(super) fn respond(
     st.inv_mass.clear();
     for b in bodies.iter() {
         st.vertex_offsets.push(st.inv_mass.len() as u32);
-        match (&b.pd, b.is_static()) {
+        match (b.pd.as_ref(), b.is_static()) {
             (Some(pd), false) => {
                 let dof = pd.dof_map();
                 st.inv_mass

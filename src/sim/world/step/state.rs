@@ -12,7 +12,7 @@ use crate::sim::world::report::{ContactPoint, FreezeReason};
 use crate::sim::world::sleeping::SleepState;
 
 /// World-level buffers of the step, reused (no allocation once warmed up).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct StepState {
     pub(super) islands: Vec<Island>,
     pub(super) island_count: usize,

@@ -50,7 +50,10 @@ pub mod tuning;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub use plugin::{DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld};
+pub use plugin::{
+    DeformableConfig, DeformablePlugin, DeformableSnapshot, DeformableSnapshotError,
+    DeformableSystems, DeformableWorld,
+};
 
 /// The types a game needs: the plugins, the components and their constructors' types (vertex
 /// selections, material presets), the settings and their groups, the messages, the typed errors
@@ -74,8 +77,9 @@ pub mod prelude {
         BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene,
     };
     pub use crate::plugin::{
-        ContactSettings, DeformableConfig, DeformablePlugin, DeformableSystems, DeformableWorld,
-        ElasticModel, FrictionModel, RestSettings, SolverChoice, SolverSettings,
+        ContactSettings, DeformableConfig, DeformablePlugin, DeformableSnapshot,
+        DeformableSnapshotError, DeformableSystems, DeformableWorld, ElasticModel, FrictionModel,
+        RestSettings, SolverChoice, SolverSettings,
     };
     pub use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
     pub use crate::selection::VertexSelection;

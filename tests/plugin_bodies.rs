@@ -208,19 +208,7 @@ fn a_material_edit_changes_the_next_steps() {
 fn the_same_scene_twice_is_bit_identical() {
     let run = || {
         let mut app = app();
-        let a = app
-            .world_mut()
-            .spawn((cube(), Transform::from_xyz(0.0, 0.6, 0.0)))
-            .id();
-        let b = app
-            .world_mut()
-            .spawn((
-                cube(),
-                SoftMaterial::JELLY,
-                Transform::from_xyz(0.1, 1.3, 0.0),
-            ))
-            .id();
-        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        let [a, b] = dropped_cubes(&mut app);
         app.world_mut()
             .spawn((Obstacle::ball(0.2), Transform::from_xyz(0.5, 0.0, 0.0)));
         for _ in 0..45 {

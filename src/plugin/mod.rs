@@ -45,7 +45,7 @@ pub use config::{
     ContactSettings, DeformableConfig, ElasticModel, FrictionModel, RestSettings, SolverChoice,
     SolverSettings,
 };
-pub use world::DeformableWorld;
+pub use world::{DeformableSnapshot, DeformableSnapshotError, DeformableWorld};
 
 use bevy::app::{
     App, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Plugin, PostUpdate,

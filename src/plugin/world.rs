@@ -4,8 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use bevy::ecs::entity::Entity;
 use bevy::prelude::Resource;
+use thiserror::Error;
 
-use crate::sim::{self, BodyHandle, ObstacleHandle, SoftWorld};
+use crate::sim::{self, BodyHandle, ObstacleHandle, SnapshotError, SoftWorld, WorldSnapshot};
 
 /// The simulation world and its mapping to entities.
 #[derive(Resource, Default)]
@@ -57,5 +58,122 @@ impl DeformableWorld {
     /// Current vertex positions (m, world) of a body entity.
     pub fn positions(&self, entity: Entity) -> Option<&[sim::Vec3]> {
         self.world.positions(self.body(entity)?).ok()
+    }
+}
+
+/// A [`DeformableWorld`]'s state at one moment, keyed by entity: the simulation's
+/// [`WorldSnapshot`] (the steps after a restore repeat bit for bit) and which entity each body
+/// and obstacle was, so that a restore after a spawn or a despawn says which.
+///
+/// For rollback netcode or replays: take one with [`DeformableWorld::snapshot`] (or
+/// [`DeformableWorld::snapshot_into`], reusing one) in the schedule's `FixedPostUpdate` or
+/// after [`crate::DeformableSystems::Step`], and put it back with [`DeformableWorld::restore`]
+/// before the steps to re-simulate. The game's own components (the `Transform`s that drive
+/// kinematic obstacles, pins' targets) are the game's to roll back with it.
+#[derive(Debug, Clone, Default)]
+pub struct DeformableSnapshot {
+    world: WorldSnapshot,
+    /// The body entities and their handles, sorted by entity.
+    bodies: Vec<(Entity, BodyHandle)>,
+    /// The obstacle entities and their handles, sorted by entity.
+    obstacles: Vec<(Entity, ObstacleHandle)>,
+    /// The obstacles each body touched (for the contact messages).
+    contacts: HashMap<Entity, Vec<Entity>>,
+}
+
+/// Why [`DeformableWorld::restore`] refused a snapshot (the world is left as it was).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DeformableSnapshotError {
+    /// Bodies or obstacles were spawned or despawned since the snapshot.
+    #[error("entities spawned since the snapshot: {spawned:?}; despawned: {despawned:?}")]
+    Entities {
+        /// Body and obstacle entities the world has and the snapshot has not.
+        spawned: Vec<Entity>,
+        /// Body and obstacle entities the snapshot has and the world has not.
+        despawned: Vec<Entity>,
+    },
+    /// The simulation refused it (see [`SnapshotError`]).
+    #[error(transparent)]
+    World(#[from] SnapshotError),
+}
+
+/// `map`'s entries sorted by entity, into `out`.
+fn sorted_entries<H: Copy>(map: &HashMap<Entity, H>, out: &mut Vec<(Entity, H)>) {
+    out.clear();
+    out.extend(map.iter().map(|(&e, &h)| (e, h)));
+    out.sort_unstable_by_key(|&(e, _)| e);
+}
+
+impl DeformableWorld {
+    /// The state now (see [`DeformableSnapshot`]).
+    pub fn snapshot(&self) -> DeformableSnapshot {
+        let mut snapshot = DeformableSnapshot::default();
+        self.snapshot_into(&mut snapshot);
+        snapshot
+    }
+
+    /// [`DeformableWorld::snapshot`] into `snapshot`, reusing its buffers where their types
+    /// allow.
+    pub fn snapshot_into(&self, snapshot: &mut DeformableSnapshot) {
+        self.world.snapshot_into(&mut snapshot.world);
+        sorted_entries(&self.body_of, &mut snapshot.bodies);
+        sorted_entries(&self.obstacle_of, &mut snapshot.obstacles);
+        snapshot.contacts.clone_from(&self.contacts);
+    }
+
+    /// Puts the simulation back in the state `snapshot` was taken in.
+    ///
+    /// # Errors
+    /// [`DeformableSnapshotError::Entities`] where a body or obstacle entity was spawned or
+    /// despawned since (naming them), [`DeformableSnapshotError::World`] where the simulation
+    /// refuses it; the world is then unchanged.
+    pub fn restore(
+        &mut self,
+        snapshot: &DeformableSnapshot,
+    ) -> Result<(), DeformableSnapshotError> {
+        let now: HashSet<Entity> = self
+            .body_of
+            .keys()
+            .chain(self.obstacle_of.keys())
+            .copied()
+            .collect();
+        let then: HashSet<Entity> = snapshot
+            .bodies
+            .iter()
+            .map(|&(e, _)| e)
+            .chain(snapshot.obstacles.iter().map(|&(e, _)| e))
+            .collect();
+        let mut spawned: Vec<Entity> = now.difference(&then).copied().collect();
+        let mut despawned: Vec<Entity> = then.difference(&now).copied().collect();
+        let same_handles = snapshot
+            .bodies
+            .iter()
+            .all(|(e, h)| self.body_of.get(e) == Some(h))
+            && snapshot
+                .obstacles
+                .iter()
+                .all(|(e, h)| self.obstacle_of.get(e) == Some(h));
+        if !spawned.is_empty() || !despawned.is_empty() || !same_handles {
+            // An entity whose body was made again since (a new handle) was despawned and
+            // spawned, as far as the simulation is concerned.
+            for (e, h) in &snapshot.bodies {
+                if self.body_of.get(e).is_some_and(|now| now != h) {
+                    spawned.push(*e);
+                    despawned.push(*e);
+                }
+            }
+            for (e, h) in &snapshot.obstacles {
+                if self.obstacle_of.get(e).is_some_and(|now| now != h) {
+                    spawned.push(*e);
+                    despawned.push(*e);
+                }
+            }
+            spawned.sort_unstable();
+            despawned.sort_unstable();
+            return Err(DeformableSnapshotError::Entities { spawned, despawned });
+        }
+        self.world.restore(&snapshot.world)?;
+        self.contacts.clone_from(&snapshot.contacts);
+        Ok(())
     }
 }

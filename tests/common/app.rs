@@ -92,6 +92,25 @@ pub fn resting_cube(app: &mut App) -> Entity {
     body
 }
 
+/// A rubber cube and a jelly cube dropped onto it, over a floor (all spawned into `app`);
+/// returns the two cubes.
+pub fn dropped_cubes(app: &mut App) -> [Entity; 2] {
+    let a = app
+        .world_mut()
+        .spawn((cube(), Transform::from_xyz(0.0, 0.6, 0.0)))
+        .id();
+    let b = app
+        .world_mut()
+        .spawn((
+            cube(),
+            SoftMaterial::JELLY,
+            Transform::from_xyz(0.1, 1.3, 0.0),
+        ))
+        .id();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    [a, b]
+}
+
 /// A simulated body's vertex positions (m, world).
 pub fn positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
     app.world()

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use bevy_deformable::sim::mesh::signed_volume;
 use bevy_deformable::sim::{
     MaterialParams, ObstacleCollider, Settling, Sleeping, SoftWorld, TetMesh, Vec3, WorldSettings,
 };
@@ -68,16 +67,6 @@ impl Outcome {
     }
 }
 
-fn volume(mesh: &TetMesh, x: &[Vec3]) -> f64 {
-    mesh.tets()
-        .iter()
-        .map(|t| {
-            let [a, b, c, d] = t.map(|v| x[v as usize]);
-            signed_volume(&a, &b, &c, &d)
-        })
-        .sum()
-}
-
 /// Drops a body of `shape` (0.5 m across) from 0.25 m above the floor and runs
 /// [`DURATION`] seconds.
 fn drop_on_floor(
@@ -107,7 +96,7 @@ fn drop_on_floor(
     world
         .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
-    let rest_volume = volume(&mesh, world.positions(body).unwrap());
+    let rest_volume = mesh.volume_at(world.positions(body).unwrap()).unwrap();
     let steps = (duration / dt).round() as usize;
     let settled_from = (1.5 / dt).round() as usize;
     let mut deepest = 0.0f64;
@@ -136,7 +125,7 @@ fn drop_on_floor(
     Outcome {
         max_speed,
         deepest,
-        volume_ratio: volume(&mesh, world.positions(body).unwrap()) / rest_volume,
+        volume_ratio: mesh.volume_at(world.positions(body).unwrap()).unwrap() / rest_volume,
         drift,
         frozen,
     }

@@ -549,6 +549,20 @@ impl TetMesh {
         self.rest_volumes.iter().sum()
     }
 
+    /// The mesh's volume (m^3) at vertex positions `x`: the sum of its tets' signed volumes
+    /// (an inverted tet subtracts). `None` where `x` does not have one position per vertex.
+    pub fn volume_at(&self, x: &[Vec3]) -> Option<f64> {
+        (x.len() == self.vertex_count()).then(|| {
+            self.tets
+                .iter()
+                .map(|t| {
+                    let [a, b, c, d] = t.map(|v| x[v as usize]);
+                    signed_volume(&a, &b, &c, &d)
+                })
+                .sum()
+        })
+    }
+
     /// Number of vertices.
     pub fn vertex_count(&self) -> usize {
         self.rest_positions.len()
@@ -899,6 +913,29 @@ mod tests {
             })
             .unwrap();
         assert!(!cube.are_near_edges(&e, far));
+    }
+
+    #[test]
+    fn the_volume_at_positions_sums_signed_tet_volumes() {
+        let mesh = TetMesh::cuboid(Vec3::new(0.5, 0.25, 1.0), 2);
+        // A 1 x 0.5 x 2 m box, and the same box moved and stretched twice along x.
+        let rest = mesh.volume_at(mesh.rest_positions()).unwrap();
+        assert!((rest - 1.0).abs() < 1e-12, "{rest}");
+        assert!((rest - mesh.total_volume()).abs() < 1e-12);
+        let stretched: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| Vec3::new(2.0 * p.x + 3.0, p.y, p.z))
+            .collect();
+        assert!((mesh.volume_at(&stretched).unwrap() - 2.0).abs() < 1e-12);
+        // Mirrored, every tet inverts and the volume changes sign.
+        let mirrored: Vec<Vec3> = mesh
+            .rest_positions()
+            .iter()
+            .map(|p| Vec3::new(-p.x, p.y, p.z))
+            .collect();
+        assert!((mesh.volume_at(&mirrored).unwrap() + 1.0).abs() < 1e-12);
+        assert_eq!(mesh.volume_at(&stretched[1..]), None);
     }
 
     #[test]

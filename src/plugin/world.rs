@@ -112,8 +112,7 @@ impl DeformableWorld {
         snapshot
     }
 
-    /// [`DeformableWorld::snapshot`] into `snapshot`, reusing its buffers where their types
-    /// allow.
+    /// [`DeformableWorld::snapshot`] into `snapshot` (see [`SoftWorld::snapshot_into`]).
     pub fn snapshot_into(&self, snapshot: &mut DeformableSnapshot) {
         self.world.snapshot_into(&mut snapshot.world);
         sorted_entries(&self.body_of, &mut snapshot.bodies);

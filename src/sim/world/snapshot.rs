@@ -79,7 +79,8 @@ impl SoftWorld {
         }
     }
 
-    /// [`SoftWorld::snapshot`] into `snapshot`, reusing its buffers where their types allow.
+    /// [`SoftWorld::snapshot`] into `snapshot`. Only the top-level lists are reused for now:
+    /// each body's and island's buffers are allocated again (see the module docs' cost).
     pub fn snapshot_into(&self, snapshot: &mut WorldSnapshot) {
         snapshot.world.clone_from(self);
     }

@@ -108,7 +108,7 @@ impl std::ops::DerefMut for SystemSlot {
 }
 
 /// A soft body in a [`super::SoftWorld`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SoftBody {
     pub(crate) mesh: Arc<TetMesh>,
     pub(crate) material: MaterialParams,
@@ -159,6 +159,76 @@ pub struct SoftBody {
     /// Statistics of the last step and the reason if that step froze the body.
     pub(crate) last_step: (super::report::BodyStepStats, Option<FreezeReason>),
     pub(crate) ws: Workspace,
+}
+
+/// Field by field, so that `clone_from` (a world snapshot taken into a kept one, and a restore)
+/// reuses the body's buffers instead of allocating them again. The PD system is left out as
+/// [`SystemSlot`] says.
+impl Clone for SoftBody {
+    fn clone(&self) -> Self {
+        let mut out = Self::new(self.mesh.clone(), self.material, Vec::new());
+        out.clone_from(self);
+        out
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Self {
+            mesh,
+            material,
+            pd,
+            newton,
+            rebuild,
+            x,
+            v,
+            initial,
+            good_x,
+            good_v,
+            pinned,
+            attach_k,
+            targets,
+            proxies,
+            colliders,
+            collider_slack,
+            collision_group,
+            grab,
+            last_refactor,
+            frozen,
+            slow_for,
+            asleep,
+            still_for,
+            sleep_bounds,
+            sleep_events,
+            last_step,
+            ws,
+        } = source;
+        self.mesh.clone_from(mesh);
+        self.material.clone_from(material);
+        self.pd = pd.clone();
+        self.newton.clone_from(newton);
+        self.rebuild.clone_from(rebuild);
+        self.x.clone_from(x);
+        self.v.clone_from(v);
+        self.initial.clone_from(initial);
+        self.good_x.clone_from(good_x);
+        self.good_v.clone_from(good_v);
+        self.pinned.clone_from(pinned);
+        self.attach_k.clone_from(attach_k);
+        self.targets.clone_from(targets);
+        self.proxies.clone_from(proxies);
+        self.colliders.clone_from(colliders);
+        self.collider_slack.clone_from(collider_slack);
+        self.collision_group.clone_from(collision_group);
+        self.grab.clone_from(grab);
+        self.last_refactor.clone_from(last_refactor);
+        self.frozen.clone_from(frozen);
+        self.slow_for.clone_from(slow_for);
+        self.asleep.clone_from(asleep);
+        self.still_for.clone_from(still_for);
+        self.sleep_bounds.clone_from(sleep_bounds);
+        self.sleep_events.clone_from(sleep_events);
+        self.last_step.clone_from(last_step);
+        self.ws.clone_from(ws);
+    }
 }
 
 impl SoftBody {

@@ -107,7 +107,7 @@ use error::{check_embedded, check_finite, check_vertex};
 /// let lowest = world.positions(body).unwrap().iter().map(|p| p.y).fold(f64::MAX, f64::min);
 /// assert!(lowest > -1e-3);
 /// ```
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct SoftWorld {
     settings: WorldSettings,
     bodies: Vec<SoftBody>,
@@ -116,6 +116,35 @@ pub struct SoftWorld {
     obstacle_ids: handles::HandleTable,
     next_id: u32,
     state: step::StepState,
+}
+
+/// Field by field, so that `clone_from` (a snapshot taken into a kept one, and a restore)
+/// reuses the bodies' buffers.
+impl Clone for SoftWorld {
+    fn clone(&self) -> Self {
+        let mut out = Self::default();
+        out.clone_from(self);
+        out
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Self {
+            settings,
+            bodies,
+            body_ids,
+            obstacles,
+            obstacle_ids,
+            next_id,
+            state,
+        } = source;
+        self.settings.clone_from(settings);
+        self.bodies.clone_from(bodies);
+        self.body_ids.clone_from(body_ids);
+        self.obstacles.clone_from(obstacles);
+        self.obstacle_ids.clone_from(obstacle_ids);
+        self.next_id = *next_id;
+        self.state.clone_from(state);
+    }
 }
 
 impl SoftWorld {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bevy_deformable::sim::{
     BodyHandle, EmbeddedPoint, MaterialParams, ObstacleCollider, ObstacleHandle, RigidCoupling,
-    SnapshotError, SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
+    SnapshotError, SoftWorld, Solver, TetMesh, Vec3, WorldSettings, WorldSnapshot,
 };
 use nalgebra::UnitQuaternion;
 
@@ -88,6 +88,26 @@ fn state(world: &SoftWorld, bodies: &[BodyHandle]) -> Vec<Vec3> {
         .collect()
 }
 
+/// Restores `snapshot` and steps `world` once per entry of `recorded`, after `drive(world, i)`,
+/// asserting that `observe` sees every step as the first run recorded it.
+fn assert_replays<T: PartialEq>(
+    world: &mut SoftWorld,
+    snapshot: &WorldSnapshot,
+    recorded: &[T],
+    mut drive: impl FnMut(&mut SoftWorld, usize),
+    observe: impl Fn(&SoftWorld) -> T,
+) {
+    world.restore(snapshot).unwrap();
+    for (i, expected) in recorded.iter().enumerate() {
+        drive(world, i);
+        world.step(DT).unwrap();
+        assert!(
+            &observe(world) == expected,
+            "step {i} after the restore differs from the first run"
+        );
+    }
+}
+
 /// Steps `first` steps, snapshots, records `window` steps, restores and steps them again,
 /// asserting every step equal; and that the window was not trivial (soft contacts and active
 /// contact rows seen).
@@ -108,15 +128,13 @@ fn assert_replay_is_bit_identical(solver: Solver, first: usize, window: usize) {
         constrained += report.active_constraints;
         recorded.push(state(&world, &bodies));
     }
-    world.restore(&snapshot).unwrap();
-    for (i, k) in (first..first + window).enumerate() {
-        drive(&mut world, &bodies, pusher, k);
-        world.step(DT).unwrap();
-        assert!(
-            state(&world, &bodies) == recorded[i],
-            "{solver:?}: step {k} after the restore differs from the first run"
-        );
-    }
+    assert_replays(
+        &mut world,
+        &snapshot,
+        &recorded,
+        |w, i| drive(w, &bodies, pusher, first + i),
+        |w| state(w, &bodies),
+    );
     assert!(
         soft > 0 && constrained > 0,
         "{solver:?}: {soft} soft contacts, {constrained} active rows"
@@ -159,12 +177,13 @@ fn sleeping_replays_bit_for_bit_after_a_restore() {
         recorded.push((state(&world, &[body]), world.is_asleep(body).unwrap()));
     }
     assert!(slept, "the cube falls asleep in the window");
-    world.restore(&snapshot).unwrap();
-    for (k, expected) in recorded.iter().enumerate() {
-        world.step(DT).unwrap();
-        let now = (state(&world, &[body]), world.is_asleep(body).unwrap());
-        assert!(&now == expected, "step {k} after the restore differs");
-    }
+    assert_replays(
+        &mut world,
+        &snapshot,
+        &recorded,
+        |_, _| {},
+        |w| (state(w, &[body]), w.is_asleep(body).unwrap()),
+    );
 }
 
 /// A rigid crate coupled two ways (the core's half of the avian coupling) dropped on a rubber
@@ -214,12 +233,13 @@ fn a_coupled_rigid_body_replays_bit_for_bit_after_a_restore() {
         recorded.push((state(&world, &[slab]), crate_state(&world)));
     }
     assert!(touched, "the crate lands on the slab in the window");
-    world.restore(&snapshot).unwrap();
-    for (k, expected) in recorded.iter().enumerate() {
-        world.step(DT).unwrap();
-        let now = (state(&world, &[slab]), crate_state(&world));
-        assert!(&now == expected, "step {k} after the restore differs");
-    }
+    assert_replays(
+        &mut world,
+        &snapshot,
+        &recorded,
+        |_, _| {},
+        |w| (state(w, &[slab]), crate_state(w)),
+    );
 }
 
 /// A snapshot taken into a reused one is the same snapshot.

@@ -130,49 +130,53 @@ impl DeformableWorld {
         &mut self,
         snapshot: &DeformableSnapshot,
     ) -> Result<(), DeformableSnapshotError> {
-        let now: HashSet<Entity> = self
-            .body_of
-            .keys()
-            .chain(self.obstacle_of.keys())
-            .copied()
-            .collect();
-        let then: HashSet<Entity> = snapshot
-            .bodies
-            .iter()
-            .map(|&(e, _)| e)
-            .chain(snapshot.obstacles.iter().map(|&(e, _)| e))
-            .collect();
-        let mut spawned: Vec<Entity> = now.difference(&then).copied().collect();
-        let mut despawned: Vec<Entity> = then.difference(&now).copied().collect();
-        let same_handles = snapshot
-            .bodies
-            .iter()
-            .all(|(e, h)| self.body_of.get(e) == Some(h))
+        // The maps are keyed by entity: the same sizes and every snapshot entry present with
+        // its handle means the same entities.
+        let same = snapshot.bodies.len() == self.body_of.len()
+            && snapshot.obstacles.len() == self.obstacle_of.len()
+            && snapshot
+                .bodies
+                .iter()
+                .all(|(e, h)| self.body_of.get(e) == Some(h))
             && snapshot
                 .obstacles
                 .iter()
                 .all(|(e, h)| self.obstacle_of.get(e) == Some(h));
-        if !spawned.is_empty() || !despawned.is_empty() || !same_handles {
-            // An entity whose body was made again since (a new handle) was despawned and
-            // spawned, as far as the simulation is concerned.
-            for (e, h) in &snapshot.bodies {
-                if self.body_of.get(e).is_some_and(|now| now != h) {
-                    spawned.push(*e);
-                    despawned.push(*e);
-                }
-            }
-            for (e, h) in &snapshot.obstacles {
-                if self.obstacle_of.get(e).is_some_and(|now| now != h) {
-                    spawned.push(*e);
-                    despawned.push(*e);
-                }
-            }
-            spawned.sort_unstable();
-            despawned.sort_unstable();
-            return Err(DeformableSnapshotError::Entities { spawned, despawned });
+        if !same {
+            return Err(self.entities_changed_since(snapshot));
         }
         self.world.restore(&snapshot.world)?;
         self.contacts.clone_from(&snapshot.contacts);
         Ok(())
+    }
+
+    /// The body and obstacle entities spawned and despawned since `snapshot` (an entity whose
+    /// body or obstacle was made again, with a new handle, counts as both).
+    fn entities_changed_since(&self, snapshot: &DeformableSnapshot) -> DeformableSnapshotError {
+        let now: HashMap<Entity, u32> = self
+            .body_of
+            .iter()
+            .map(|(&e, h)| (e, h.0))
+            .chain(self.obstacle_of.iter().map(|(&e, h)| (e, h.0)))
+            .collect();
+        let then: HashMap<Entity, u32> = snapshot
+            .bodies
+            .iter()
+            .map(|&(e, h)| (e, h.0))
+            .chain(snapshot.obstacles.iter().map(|&(e, h)| (e, h.0)))
+            .collect();
+        let changed = |from: &HashMap<Entity, u32>, to: &HashMap<Entity, u32>| {
+            let mut out: Vec<Entity> = from
+                .iter()
+                .filter(|&(e, h)| to.get(e) != Some(h))
+                .map(|(&e, _)| e)
+                .collect();
+            out.sort_unstable();
+            out
+        };
+        DeformableSnapshotError::Entities {
+            spawned: changed(&now, &then),
+            despawned: changed(&then, &now),
+        }
     }
 }

@@ -128,9 +128,18 @@ impl Clone for SoftWorld {
     }
 
     fn clone_from(&mut self, source: &Self) {
+        self.bodies.clone_from(&source.bodies);
+        self.clone_all_but_bodies_from(source);
+    }
+}
+
+impl SoftWorld {
+    /// Everything of `source` but its bodies, into `self` (its buffers reused): the second
+    /// half of `clone_from`, and of a restore, which clones the bodies one by one.
+    fn clone_all_but_bodies_from(&mut self, source: &Self) {
         let Self {
             settings,
-            bodies,
+            bodies: _,
             body_ids,
             obstacles,
             obstacle_ids,
@@ -138,7 +147,6 @@ impl Clone for SoftWorld {
             state,
         } = source;
         self.settings.clone_from(settings);
-        self.bodies.clone_from(bodies);
         self.body_ids.clone_from(body_ids);
         self.obstacles.clone_from(obstacles);
         self.obstacle_ids.clone_from(obstacle_ids);

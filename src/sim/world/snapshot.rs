@@ -122,16 +122,12 @@ impl SoftWorld {
                 world: self.obstacles.len(),
             });
         }
-        // The live systems, handed back to the bodies whose factor is the snapshot's.
-        let systems: Vec<_> = self
-            .bodies
-            .iter_mut()
-            .map(|b| (b.ws.columns.generation(), b.pd.0.take()))
-            .collect();
-        let next_id = self.next_id.max(saved.next_id);
-        self.clone_from(saved);
-        self.next_id = next_id;
-        for (body, (generation, system)) in self.bodies.iter_mut().zip(systems) {
+        // Body by body (the checks above make the lists match), each live system handed back
+        // where its factor is the snapshot's body's.
+        for (body, kept) in self.bodies.iter_mut().zip(&saved.bodies) {
+            let generation = body.ws.columns.generation();
+            let system = body.pd.0.take();
+            body.clone_from(kept);
             if system.is_some() && body.ws.columns.generation() == generation {
                 body.pd.0 = system;
                 // The grab spring's target lives in the system too (the right-hand side).
@@ -140,6 +136,9 @@ impl SoftWorld {
                 }
             }
         }
+        let next_id = self.next_id.max(saved.next_id);
+        self.clone_all_but_bodies_from(saved);
+        self.next_id = next_id;
         Ok(())
     }
 }

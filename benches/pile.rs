@@ -17,7 +17,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bevy_deformable::sim::{BodyHandle, MaterialParams, SoftWorld, TetMesh, Vec3, WorldSettings};
+use bevy_deformable::sim::{
+    BodyHandle, MaterialParams, SavedWorld, SoftWorld, TetMesh, Vec3, WorldSettings,
+};
 
 // The integration tests' crossing measures.
 #[path = "../tests/common/mod.rs"]
@@ -76,6 +78,24 @@ fn snapshot_costs(world: &mut SoftWorld) -> (f64, f64) {
     }
     let restore = started.elapsed().as_secs_f64() * 1e3 / SNAPSHOT_REPEATS as f64;
     (take, restore)
+}
+
+/// The world's save file: its size (bytes) and the mean time (ms) to save and encode it and
+/// to decode and load it.
+fn save_file_costs(world: &mut SoftWorld) -> (usize, f64, f64) {
+    let started = Instant::now();
+    let mut bytes = Vec::new();
+    for _ in 0..SNAPSHOT_REPEATS {
+        bytes = world.save().to_bytes();
+    }
+    let save = started.elapsed().as_secs_f64() * 1e3 / SNAPSHOT_REPEATS as f64;
+    let started = Instant::now();
+    for _ in 0..SNAPSHOT_REPEATS {
+        let saved = SavedWorld::from_bytes(&bytes).expect("the world's own save");
+        world.load(&saved).expect("the world's own save");
+    }
+    let load = started.elapsed().as_secs_f64() * 1e3 / SNAPSHOT_REPEATS as f64;
+    (bytes.len(), save, load)
 }
 
 /// The deepest surface vertex of any body inside another (m): for each vertex strictly inside
@@ -179,12 +199,17 @@ fn main() {
     println!(
         "snapshot of the pile after the run: {snapshot_ms:.3} ms to take (into a reused one), {restore_ms:.3} ms to restore (means of {SNAPSHOT_REPEATS})"
     );
+    let (save_bytes, save_ms, load_ms) = save_file_costs(&mut world);
+    println!(
+        "save file of the pile after the run: {save_bytes} bytes ({} per body), {save_ms:.3} ms to save and encode, {load_ms:.3} ms to decode and load",
+        save_bytes / world.bodies().count().max(1)
+    );
     let fields: Vec<String> = columns
         .iter()
         .map(|(key, v)| format!("\"{key}\": {v:.4}"))
         .collect();
     let json = format!(
-        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}, \"snapshot_ms\": {snapshot_ms:.4}, \"restore_ms\": {restore_ms:.4}}}\n",
+        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}, \"snapshot_ms\": {snapshot_ms:.4}, \"restore_ms\": {restore_ms:.4}, \"save_bytes\": {save_bytes}, \"save_ms\": {save_ms:.4}, \"load_ms\": {load_ms:.4}}}\n",
         fields.join(", ")
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");

@@ -41,6 +41,7 @@ pub mod rigid_coupling;
 pub mod selection;
 pub mod sim;
 pub mod skin;
+pub mod state_file;
 pub mod status;
 pub mod tuning;
 

@@ -12,42 +12,19 @@ use bevy_deformable::sim::{
 };
 use nalgebra::UnitQuaternion;
 
+mod common;
+use common::pushed::pushed_bodies;
+
 const DT: f64 = 1.0 / 60.0;
 
 /// Four rubber bodies dropped onto each other and a floor, one pinned by a corner, one
 /// attached by a vertex to a moving target, one grabbed; a kinematic box sweeping past them.
 fn scene(solver: Solver) -> (SoftWorld, Vec<BodyHandle>, ObstacleHandle) {
-    let mut world = SoftWorld::new(WorldSettings {
+    let settings = WorldSettings {
         solver,
         ..WorldSettings::default()
-    });
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
-        .unwrap();
-    let pusher = world
-        .add_obstacle(
-            ObstacleCollider::cuboid(Vec3::new(0.05, 0.1, 0.3))
-                .unwrap()
-                .with_position(Vec3::new(-0.6, 0.1, 0.0)),
-        )
-        .unwrap();
-    let cube = Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 3));
-    let ball = Arc::new(TetMesh::sphere(0.1, 4));
-    let bodies: Vec<BodyHandle> = (0..4)
-        .map(|i| {
-            let mesh = if i % 2 == 0 { &cube } else { &ball };
-            let at = Vec3::new(0.03 * i as f64, 0.12 + 0.22 * i as f64, -0.02 * i as f64);
-            world
-                .add_body(mesh.clone(), MaterialParams::RUBBER, at)
-                .unwrap()
-        })
-        .collect();
-    world
-        .pin(bodies[0], 0, Vec3::new(-0.1, 0.02, -0.1))
-        .unwrap();
-    world
-        .attach(bodies[2], 5, 2_000.0, Vec3::new(0.1, 0.6, 0.0))
-        .unwrap();
+    };
+    let (mut world, bodies, pusher) = pushed_bodies(settings, 4);
     world
         .grab(
             bodies[3],

@@ -17,12 +17,13 @@ declare -A frames=(
     [bunny]=300
     [pile]=600
     [character]=200
+    [rollback]=75
 )
 
 if [ "$#" -gt 0 ]; then
     names=("$@")
 else
-    names=(showcase jelly_drop bunny pile character)
+    names=(showcase jelly_drop bunny pile character rollback)
 fi
 
 if ! command -v xvfb-run >/dev/null || ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then

@@ -1,6 +1,7 @@
 //! What every example shares: the window, an orbit camera, lights, a tiled floor that is also an
-//! obstacle, the inspector panel (with the scene's tuning saved to `assets/tuning/<name>.ron`),
-//! pause and single-step keys, and the headless screenshot mode CI uses.
+//! obstacle, the inspector panel (with the scene's tuning saved to `assets/tuning/<name>.ron`
+//! and its simulation state to `saves/<name>.bin`), pause and single-step keys, and the
+//! headless screenshot mode CI uses.
 //!
 //! Controls: drag a body to pull it, drag elsewhere to orbit, scroll to zoom, shift-click a
 //! body to pin a vertex, `P` pauses, `S` advances one fixed step while paused, `F1` hides the
@@ -31,7 +32,13 @@ use bevy::time::TimeUpdateStrategy;
 use bevy_deformable::prelude::*;
 
 /// `DefaultPlugins` with a titled 1280x720 window, the soft-body plugin and [`ExampleScene`].
+#[allow(dead_code)] // Used by every example but `rollback`, which gives its own plugin.
 pub fn example_app(title: &str, scene: ExampleScene) -> App {
+    example_app_with(title, scene, DeformablePlugin::default())
+}
+
+/// [`example_app`] with the soft-body plugin given (say, stepping in a schedule of its own).
+pub fn example_app_with(title: &str, scene: ExampleScene, plugin: DeformablePlugin) -> App {
     let mut app = App::new();
     app.add_plugins((
         DefaultPlugins
@@ -52,12 +59,13 @@ pub fn example_app(title: &str, scene: ExampleScene) -> App {
                 }),
                 ..default()
             }),
-        DeformablePlugin::default(),
+        plugin,
         DeformableInspectorPlugin {
             open: std::env::var("DEFORMABLE_PANEL").as_deref() != Ok("closed"),
             ..default()
         }
-        .with_tuning_file(format!("assets/tuning/{title}.ron")),
+        .with_tuning_file(format!("assets/tuning/{title}.ron"))
+        .with_state_file(format!("saves/{title}.bin")),
         scene,
     ));
     app

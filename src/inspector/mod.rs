@@ -33,6 +33,7 @@ use bevy::transform::TransformSystems;
 use bevy_egui::{EguiPlugin, EguiPrimaryContextPass};
 
 use crate::DeformableSystems;
+use crate::state_file::{LoadState, SaveState, StateFilePlugin};
 use crate::tuning::{LoadTuning, SaveTuning, TuningPlugin};
 
 /// The inspector: panel, statistics, debug drawing and grab tool (see the module docs). Add it
@@ -41,6 +42,9 @@ use crate::tuning::{LoadTuning, SaveTuning, TuningPlugin};
 pub struct DeformableInspectorPlugin {
     /// Where the scene's tuning is saved; loaded on start if it exists. `None`: no saving.
     pub tuning_file: Option<PathBuf>,
+    /// Where the simulation's state is saved and loaded by the panel's buttons. `None`: no
+    /// buttons.
+    pub state_file: Option<PathBuf>,
     /// Whether the panel starts open. Default: true.
     pub open: bool,
 }
@@ -49,6 +53,7 @@ impl Default for DeformableInspectorPlugin {
     fn default() -> Self {
         Self {
             tuning_file: None,
+            state_file: None,
             open: true,
         }
     }
@@ -58,6 +63,13 @@ impl DeformableInspectorPlugin {
     /// Builder: save and load the scene's tuning at `path` (e.g. `assets/tuning/scene.ron`).
     pub fn with_tuning_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.tuning_file = Some(path.into());
+        self
+    }
+
+    /// Builder: save and load the simulation's state at `path` from the panel (e.g.
+    /// `saves/scene.bin`; see [`crate::state_file`]).
+    pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.state_file = Some(path.into());
         self
     }
 }
@@ -72,8 +84,15 @@ impl Plugin for DeformableInspectorPlugin {
         {
             app.add_plugins(TuningPlugin { path: path.clone() });
         }
+        if let Some(path) = &self.state_file
+            && !app.is_plugin_added::<StateFilePlugin>()
+        {
+            app.add_plugins(StateFilePlugin { path: path.clone() });
+        }
         app.add_message::<SaveTuning>()
             .add_message::<LoadTuning>()
+            .add_message::<SaveState>()
+            .add_message::<LoadState>()
             .insert_resource(InspectorState {
                 open: self.open,
                 ..Default::default()

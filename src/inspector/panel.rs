@@ -25,6 +25,7 @@ use crate::plugin::{
 use crate::rigid_coupling::RigidBodyImpulse;
 use crate::sim::MAX_ANDERSON_WINDOW;
 use crate::skin::SkinFlesh;
+use crate::state_file::{LoadState, SaveState, StateFile};
 use crate::status::BodyStatus;
 use crate::tuning::{LoadTuning, MaterialPreset, SaveTuning, TuningFile};
 
@@ -54,11 +55,14 @@ pub(super) struct Panel<'w, 's> {
     fixed: ResMut<'w, Time<Fixed>>,
     virtual_time: ResMut<'w, Time<Virtual>>,
     tuning: Option<Res<'w, TuningFile>>,
+    state_file: Option<Res<'w, StateFile>>,
     bodies: Query<'w, 's, BodyRow>,
     rigid: Query<'w, 's, (Entity, Option<&'static Name>, &'static RigidBodyImpulse)>,
     reset: MessageWriter<'w, ResetScene>,
     save: MessageWriter<'w, SaveTuning>,
     load: MessageWriter<'w, LoadTuning>,
+    save_state: MessageWriter<'w, SaveState>,
+    load_state: MessageWriter<'w, LoadState>,
 }
 
 /// Draws the panel (in `EguiPrimaryContextPass`) and records its own cost.
@@ -95,6 +99,7 @@ pub(super) fn draw_panel(mut p: Panel) -> bevy::ecs::error::Result {
                 statistics(ui, &p);
                 debug_drawing(ui, &mut p.state.draw);
                 tuning_file(ui, &mut p);
+                state_file(ui, &mut p);
             });
         });
     let ms = start.elapsed().as_secs_f32() * 1e3;
@@ -679,6 +684,33 @@ fn tuning_file(ui: &mut egui::Ui, p: &mut Panel) {
                 }
                 if ui.button("Load").clicked() {
                     p.load.write(LoadTuning);
+                }
+            });
+            if !status.is_empty() {
+                ui.label(RichText::new(status).small());
+            }
+        });
+}
+
+/// The simulation state's file: save and load buttons, and the last outcome.
+fn state_file(ui: &mut egui::Ui, p: &mut Panel) {
+    let Some((path, status)) = p
+        .state_file
+        .as_ref()
+        .map(|f| (f.path.display().to_string(), f.status.clone()))
+    else {
+        return;
+    };
+    egui::CollapsingHeader::new("Saved state")
+        .default_open(true)
+        .show(ui, |ui| {
+            ui.label(RichText::new(path).monospace());
+            ui.horizontal(|ui| {
+                if ui.button("Save").clicked() {
+                    p.save_state.write(SaveState);
+                }
+                if ui.button("Load").clicked() {
+                    p.load_state.write(LoadState);
                 }
             });
             if !status.is_empty() {

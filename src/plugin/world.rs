@@ -120,6 +120,24 @@ impl DeformableWorld {
         snapshot.contacts.clone_from(&self.contacts);
     }
 
+    /// What a saved game needs of the simulation now: its bodies in stepping order (see
+    /// [`sim::SavedWorld`]; `to_bytes` gives its file form).
+    pub fn save(&self) -> sim::SavedWorld {
+        self.world.save()
+    }
+
+    /// Puts a saved simulation state back (see [`sim::SoftWorld::load`]). The bodies are
+    /// matched in stepping order, which is the order the plugin made them in: a game that
+    /// loads a save spawns the same bodies in the same order first (their entities may differ
+    /// from the saving session's).
+    ///
+    /// # Errors
+    /// [`sim::SavedWorldError`] where the save is of other bodies or obstacles or holds
+    /// invalid values; the simulation is then unchanged.
+    pub fn load(&mut self, saved: &sim::SavedWorld) -> Result<(), sim::SavedWorldError> {
+        self.world.load(saved)
+    }
+
     /// Puts the simulation back in the state `snapshot` was taken in.
     ///
     /// # Errors

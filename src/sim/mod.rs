@@ -82,6 +82,8 @@ pub use world::{
     BodyDesc, BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO,
     DEFAULT_MPRGP_TOLERANCE, DEFAULT_NEWTON_ITERATIONS, DEFAULT_PD_TOLERANCE, EnergyAudit,
     FreezeReason, MAX_ANDERSON_WINDOW, MAX_DRAWN_EXTRAPOLATION, MAX_NEWTON_ITERATIONS,
-    MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping,
-    SnapshotError, SoftWorld, Solver, StepReport, WorldError, WorldSettings, WorldSnapshot,
+    MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, SAVED_WORLD_VERSION,
+    SUGGESTED_ANDERSON_WINDOW, SavedBody, SavedContacts, SavedObstacle, SavedWorld,
+    SavedWorldError, Settling, Sleeping, SnapshotError, SoftWorld, Solver, StepReport, WorldError,
+    WorldSettings, WorldSnapshot,
 };

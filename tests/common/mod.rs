@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: the headless Bevy app of the plugin tests
 //! ([`app`]), the caged bunny of the drawn-surface tests and bench ([`bunny`]), surface crossings between bodies, the cantilever of the beam-theory checks
-//! ([`beam`]) and the block on a slope of the friction checks ([`slope`]).
+//! ([`beam`]), the block on a slope of the friction checks ([`slope`]) and the pushed bodies of
+//! the snapshot and save-file tests ([`pushed`]).
 
 // Each test crate uses its own subset.
 #![allow(dead_code)]
@@ -8,6 +9,7 @@
 pub mod app;
 pub mod beam;
 pub mod bunny;
+pub mod pushed;
 pub mod slope;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;

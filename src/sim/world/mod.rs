@@ -50,6 +50,7 @@ mod handles;
 mod interact;
 mod island;
 mod report;
+mod saved;
 mod settings;
 mod settling;
 mod sleeping;
@@ -71,6 +72,9 @@ pub use drawn::MAX_DRAWN_EXTRAPOLATION;
 pub use error::WorldError;
 pub use handles::{BodyHandle, ObstacleHandle};
 pub use report::{BodyStepStats, ContactPoint, FreezeReason, PhaseTimings, StepReport};
+pub use saved::{
+    SAVED_WORLD_VERSION, SavedBody, SavedContacts, SavedObstacle, SavedWorld, SavedWorldError,
+};
 pub use settings::{
     DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE, DEFAULT_PD_TOLERANCE, MAX_NEWTON_ITERATIONS,
     MAX_PD_ITERATIONS, MAX_SUBSTEPS, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, WorldSettings,

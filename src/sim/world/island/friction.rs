@@ -116,6 +116,35 @@ impl ContactMemory {
         }
     }
 
+    /// The memory as plain data: per friction group its key and force (N); per contact that
+    /// carried friction its key, local part (N) and normal; per contact that pushed its key,
+    /// normal force (N) and normal (for saved worlds).
+    #[allow(clippy::type_complexity)]
+    pub fn parts(
+        &self,
+    ) -> (
+        &[((u32, u32), Vec3)],
+        &[(ContactKey, Vec3, Vec3)],
+        &[(ContactKey, f64, Vec3)],
+    ) {
+        (&self.groups, &self.locals, &self.normal_forces)
+    }
+
+    /// Replaces the memory by [`ContactMemory::parts`]' data; the contacts' lists are sorted
+    /// here (a saved world's are, unless its bytes were edited).
+    pub fn set_parts(
+        &mut self,
+        groups: impl Iterator<Item = ((u32, u32), Vec3)>,
+        locals: impl Iterator<Item = (ContactKey, Vec3, Vec3)>,
+        normal_forces: impl Iterator<Item = (ContactKey, f64, Vec3)>,
+    ) {
+        self.clear();
+        self.groups.extend(groups);
+        self.locals.extend(locals);
+        self.normal_forces.extend(normal_forces);
+        self.finish();
+    }
+
     /// Sorts what was remembered for lookup; call once every island is in.
     pub fn finish(&mut self) {
         self.locals.sort_unstable_by_key(|(key, _, _)| *key);

@@ -72,6 +72,16 @@ impl StepState {
         self.contact_memory.forget_normal_forces();
     }
 
+    /// The contact forces the next step starts from.
+    pub fn contact_memory(&self) -> &ContactMemory {
+        &self.contact_memory
+    }
+
+    /// The contact forces the next step starts from, to replace (a loaded saved world).
+    pub fn contact_memory_mut(&mut self) -> &mut ContactMemory {
+        &mut self.contact_memory
+    }
+
     /// The last velocity LCP.
     pub fn lcp(&self) -> &ContactLcp {
         &self.lcp

@@ -136,6 +136,34 @@ impl WarmFrames {
         let b = &self.blocks[tet / LANES];
         Mat3::from_fn(|i, j| b[i][j].0[tet % LANES])
     }
+
+    /// Whether the frames are sized for `tets` tets.
+    pub fn covers(&self, tets: usize) -> bool {
+        self.blocks.len() == tets.div_ceil(LANES)
+    }
+
+    /// The frames of the first `tets` tets, row-major (a saved world's).
+    pub fn rows(&self, tets: usize) -> impl Iterator<Item = [f64; 9]> + '_ {
+        (0..tets).map(|t| {
+            let b = &self.blocks[t / LANES];
+            std::array::from_fn(|k| b[k / 3][k % 3].0[t % LANES])
+        })
+    }
+
+    /// Sets every tet's frame from `rows` (row-major, one per tet); a padded last block's
+    /// spare lanes take the last tet's, as the local step leaves them.
+    pub fn set_rows(&mut self, rows: &[[f64; 9]]) {
+        self.blocks.clear();
+        self.resize(rows.len());
+        for (b, block) in self.blocks.iter_mut().enumerate() {
+            for l in 0..LANES {
+                let row = &rows[(b * LANES + l).min(rows.len() - 1)];
+                for k in 0..9 {
+                    block[k / 3][k % 3].0[l] = row[k];
+                }
+            }
+        }
+    }
 }
 
 /// Per tet: the symmetric stretch `S_n = R_n' F_n` of the polar decomposition `F_n = R_n S_n`
@@ -563,6 +591,27 @@ mod tests {
         let all = 1000 * LANES;
         assert_eq!([taken[1], taken[2]], [all, all], "{taken:?}");
         assert!(taken[0] > all / 4 && taken[3] > all / 8, "{taken:?}");
+    }
+
+    #[test]
+    fn frames_set_from_rows_read_back_and_fill_the_padded_lanes() {
+        let mut rng = Rng(0x5a7e_f4a3);
+        // 11 tets: a full block and a padded one.
+        let rows: Vec<[f64; 9]> = (0..11)
+            .map(|_| std::array::from_fn(|_| rng.signed()))
+            .collect();
+        let mut frames = WarmFrames::default();
+        frames.resize(3);
+        frames.set_rows(&rows);
+        assert!(frames.covers(11));
+        assert_eq!(frames.rows(11).collect::<Vec<_>>(), rows);
+        // The spare lanes hold the last tet's frame, as the local step leaves them.
+        let last = &frames.blocks[1];
+        for l in 3..LANES {
+            for k in 0..9 {
+                assert_eq!(last[k / 3][k % 3].0[l], rows[10][k]);
+            }
+        }
     }
 
     #[test]

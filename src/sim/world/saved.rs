@@ -2,30 +2,34 @@
 //! versioned binary form ([`SavedWorld::to_bytes`], [`SavedWorld::from_bytes`]).
 //!
 //! A saved world holds, per body in stepping order, its vertices' positions (m), velocities
-//! (m/s), pins, attachment stiffnesses (N/m), the pins' and attachments' targets (m) and its
-//! sleeping state, and per obstacle its pose and velocities. That is the state a game cannot rebuild from its own
-//! assets; the meshes, materials, settings, colliders and collision groups are the game's, and
-//! the world that loads a file must have the same bodies (vertex and tet counts, in the same
-//! order) and the same number of obstacles.
+//! (m/s), pins, attachment stiffnesses (N/m), the pins' and attachments' targets (m), its
+//! sleeping state and the rotations its local step starts from; per obstacle its pose and
+//! velocities; and the contact and friction forces the next step starts from. That is the
+//! state a game cannot rebuild from its own assets; the meshes, materials, settings,
+//! colliders and collision groups are the game's, and the world that loads a file must have
+//! the same bodies (vertex and tet counts, in the same order) and the same number of
+//! obstacles.
 //!
-//! Loading ([`SoftWorld::load`]) puts these back exactly, with the contact and friction forces
-//! the next step starts from, and starts cold what only warms up the solvers: the local step's
-//! rotations and the islands' kept contact systems. Every body is unfrozen and released from
-//! a grab. So a loaded world continues the saved run to round-off (6e-10 m over 40 steps of
-//! contact with a moving obstacle in `tests/sim_saved.rs`), not bit for bit; rollback
-//! netcode, which needs bit-identical replays, uses the in-memory [`super::WorldSnapshot`].
+//! Loading ([`SoftWorld::load`]) puts all of it back exactly; the islands' kept contact
+//! systems, which only warm up the contact solve within a step, start empty. Every body is
+//! unfrozen and released from a grab. A loaded world then replays the saved run bit for bit in
+//! `tests/sim_saved.rs` (soft-soft contact, a pin, an attachment and a moving obstacle), so a
+//! file can also hand a lockstep game's state to a player who joins late. Without the
+//! rotations (72 bytes per tet, more than the rest of a body together) the replay drifts from
+//! round-off: 0.1 mm after 40 steps where a pusher met the bodies, measured when they were
+//! left out.
 //!
 //! The binary form: the magic `BDSAVE`, a format version ([`SAVED_WORLD_VERSION`]), the
 //! payload's length and its FNV-1a checksum, then the payload, every number little-endian:
 //! per body its vertex and tet counts, sleep flag, rest and slow times, positions,
 //! velocities, targets (3 `f64` per vertex each), pins (one bit per vertex), attachment
-//! stiffnesses and friction forces; per obstacle its position, rotation (quaternion
-//! `i, j, k, w`), linear and angular velocity; then the contact forces. A 1,000-vertex body
-//! resting on the floor takes about 100 KB. Decoding never trusts a count: a length that the remaining bytes
-//! cannot hold is [`SavedWorldError::Truncated`], so corrupt or hostile bytes give a typed
-//! error, never a panic or a large allocation. `SavedWorld` also implements serde's
-//! `Serialize` and `Deserialize`, for a game that keeps its saves in a format of its own; what
-//! any decoder produces is checked again by [`SoftWorld::load`].
+//! stiffnesses, friction forces and rotations (9 `f64` per tet); per obstacle its position,
+//! rotation (quaternion `i, j, k, w`), linear and angular velocity; then the contact forces.
+//! Decoding never trusts a count: a length that the remaining bytes cannot hold is
+//! [`SavedWorldError::Truncated`], so corrupt or hostile bytes give a typed error, never a
+//! panic or a large allocation. `SavedWorld` also implements serde's `Serialize` and
+//! `Deserialize`, for a game that keeps its saves in a format of its own; what any decoder
+//! produces is checked again by [`SoftWorld::load`].
 
 use nalgebra::{Quaternion, UnitQuaternion};
 use serde::{Deserialize, Serialize};
@@ -94,6 +98,9 @@ pub struct SavedBody {
     /// Per free (unpinned) vertex: the friction force it carries into the next step (N); empty
     /// if none.
     pub friction: Vec<[f64; 3]>,
+    /// Per tet: the right singular vectors of its last local step, row-major, which start the
+    /// next one; empty if the body has not stepped (or uses Newton's method).
+    pub rotations: Vec<[f64; 9]>,
 }
 
 /// One obstacle's state in a [`SavedWorld`].
@@ -162,17 +169,17 @@ pub enum SavedWorldError {
         /// The world's obstacle count.
         world: usize,
     },
-    /// A saved body's arrays do not match its vertex count.
-    #[error("saved body {body}: {what} has {found} entries for {vertices} vertices")]
+    /// A saved body's list does not have one entry per vertex, free vertex or tet.
+    #[error("saved body {body}: {what} has {found} entries, not {expected}")]
     WrongLength {
         /// The body's index in stepping order.
         body: usize,
-        /// Which array.
+        /// Which list.
         what: &'static str,
         /// Its length.
         found: usize,
-        /// The body's vertex count.
-        vertices: usize,
+        /// The body's count of vertices, free vertices or tets.
+        expected: usize,
     },
     /// A saved value is not finite, or out of range (a negative stiffness, a zero rotation).
     #[error("saved {what} of {item} is not valid")]
@@ -215,6 +222,11 @@ impl SavedWorld {
             }
             put_u32(&mut payload, body.friction.len() as u32);
             body.friction
+                .iter()
+                .flatten()
+                .for_each(|&c| put_f64(&mut payload, c));
+            put_u32(&mut payload, body.rotations.len() as u32);
+            body.rotations
                 .iter()
                 .flatten()
                 .for_each(|&c| put_f64(&mut payload, c));
@@ -264,9 +276,10 @@ impl SavedWorld {
             .bodies
             .iter()
             .map(|b| {
-                32 + b.positions.len() * (9 * 8 + 8)
+                36 + b.positions.len() * (9 * 8 + 8)
                     + b.positions.len().div_ceil(8)
                     + b.friction.len() * 24
+                    + b.rotations.len() * 72
             })
             .sum();
         let c = &self.contacts;
@@ -306,7 +319,7 @@ impl SavedWorld {
             return Err(SavedWorldError::Corrupt("checksum mismatch"));
         }
         let mut r = Reader(rest);
-        let body_count = r.count(32)?;
+        let body_count = r.count(36)?;
         let mut bodies = Vec::with_capacity(body_count);
         for _ in 0..body_count {
             let n = r.u32()? as usize;
@@ -337,6 +350,15 @@ impl SavedWorld {
             let friction = (0..r.count(24)?)
                 .map(|_| Ok([r.f64()?, r.f64()?, r.f64()?]))
                 .collect::<Result<_, SavedWorldError>>()?;
+            let rotations = (0..r.count(72)?)
+                .map(|_| {
+                    let mut m = [0.0; 9];
+                    for c in &mut m {
+                        *c = r.f64()?;
+                    }
+                    Ok(m)
+                })
+                .collect::<Result<_, SavedWorldError>>()?;
             bodies.push(SavedBody {
                 tets,
                 positions,
@@ -348,6 +370,7 @@ impl SavedWorld {
                 still_for,
                 slow_for,
                 friction,
+                rotations,
             });
         }
         let obstacle_count = r.count(13 * 8)?;
@@ -413,6 +436,10 @@ impl SoftWorld {
                     still_for: b.still_for,
                     slow_for: b.slow_for,
                     friction: b.ws.friction.iter().map(v3).collect(),
+                    rotations: match b.ws.frames.covers(b.mesh.tet_count()) {
+                        true => b.ws.frames.rows(b.mesh.tet_count()).collect(),
+                        false => Vec::new(),
+                    },
                 })
                 .collect(),
             obstacles: self
@@ -479,7 +506,10 @@ impl SoftWorld {
                 .for_each(|(d, p)| *d = v3(p));
             b.good_x.clone_from(&b.x);
             b.good_v.clone_from(&b.v);
-            b.ws.frames.reset();
+            match s.rotations.is_empty() {
+                true => b.ws.frames.reset(),
+                false => b.ws.frames.set_rows(&s.rotations),
+            }
             b.ws.friction.clear();
             b.ws.friction.extend(s.friction.iter().map(v3));
             if s.asleep {
@@ -543,7 +573,7 @@ impl SoftWorld {
                         body: i,
                         what,
                         found,
-                        vertices: n,
+                        expected: n,
                     });
                 }
             }
@@ -580,11 +610,23 @@ impl SoftWorld {
                     body: i,
                     what: "friction (one per free vertex)",
                     found: s.friction.len(),
-                    vertices: free,
+                    expected: free,
                 });
             }
             if !finite(&s.friction) {
                 return Err(invalid("friction"));
+            }
+            let tets = b.mesh.tet_count();
+            if !s.rotations.is_empty() && s.rotations.len() != tets {
+                return Err(SavedWorldError::WrongLength {
+                    body: i,
+                    what: "rotations (one per tet)",
+                    found: s.rotations.len(),
+                    expected: tets,
+                });
+            }
+            if !s.rotations.iter().all(is_rotation) {
+                return Err(invalid("rotations"));
             }
         }
         if saved.obstacles.len() != self.obstacles.len() {
@@ -631,6 +673,14 @@ impl SoftWorld {
         }
         Ok(())
     }
+}
+
+/// Whether a row-major 3x3 matrix is a rotation to within 1e-6 (finite, `R'R = I`, det +1).
+fn is_rotation(m: &[f64; 9]) -> bool {
+    let r = nalgebra::Matrix3::from_row_slice(m);
+    m.iter().all(|c| c.is_finite())
+        && (r.transpose() * r - nalgebra::Matrix3::identity()).amax() < 1e-6
+        && r.determinant() > 0.0
 }
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {

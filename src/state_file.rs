@@ -4,7 +4,8 @@
 //!
 //! The file is [`crate::sim::SavedWorld`]'s binary form (versioned, checksummed): the bodies'
 //! positions, velocities, pins, attachments, sleeping state and local-step rotations, the
-//! obstacles' poses and the contact forces, from which the simulation replays bit for bit.
+//! obstacles' poses and the contact forces, from which the simulation replays bit for bit (to
+//! round-off where a rigid body is coupled two ways).
 //! Loading it needs the same bodies, spawned in the same order, and the same number of
 //! obstacles; a save of another scene, or a corrupt or truncated file, is refused
 //! with the reason in [`StateFile::status`] and the log, the simulation unchanged.

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    BodyHandle, EmbeddedPoint, MaterialParams, ObstacleCollider, ObstacleHandle, RigidCoupling,
-    SnapshotError, SoftWorld, Solver, TetMesh, Vec3, WorldSettings, WorldSnapshot,
+    BodyHandle, EmbeddedPoint, MaterialParams, ObstacleCollider, ObstacleHandle, SnapshotError,
+    SoftWorld, Solver, TetMesh, Vec3, WorldSettings, WorldSnapshot,
 };
 use nalgebra::UnitQuaternion;
 
 mod common;
-use common::pushed::pushed_bodies;
+use common::pushed::{crate_over_slab, pushed_bodies};
 
 const DT: f64 = 1.0 / 60.0;
 
@@ -167,28 +167,7 @@ fn sleeping_replays_bit_for_bit_after_a_restore() {
 /// slab: its pose and velocities come back with the snapshot, and so does the slab's state.
 #[test]
 fn a_coupled_rigid_body_replays_bit_for_bit_after_a_restore() {
-    let mut world = SoftWorld::new(WorldSettings::default());
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
-        .unwrap();
-    let slab = world
-        .add_body(
-            Arc::new(TetMesh::try_cuboid(Vec3::new(0.3, 0.05, 0.3), 6).unwrap()),
-            MaterialParams::RUBBER,
-            Vec3::new(0.0, 0.05, 0.0),
-        )
-        .unwrap();
-    let half = Vec3::new(0.1, 0.08, 0.1);
-    let gravity = world.settings().gravity;
-    let crate_box = world
-        .add_obstacle(
-            ObstacleCollider::cuboid(half)
-                .unwrap()
-                .with_position(Vec3::new(0.02, 0.3, 0.0))
-                .with_coupling(RigidCoupling::solid_cuboid(4.0, half, gravity))
-                .unwrap(),
-        )
-        .unwrap();
+    let (mut world, slab, crate_box) = crate_over_slab();
     let crate_state = |w: &SoftWorld| {
         let o = w.obstacle(crate_box).unwrap();
         [o.position(), o.center_velocity()]

@@ -1,12 +1,13 @@
-//! Rubber bodies dropped onto each other and a floor, one pinned by a corner, one attached by
-//! a vertex, with a kinematic box to sweep into them: the scene of the snapshot and save-file
-//! tests, which drive the box (and the targets) each step.
+//! The scenes of the snapshot and save-file tests: rubber bodies dropped onto each other and a
+//! floor, one pinned by a corner, one attached by a vertex, with a kinematic box to sweep into
+//! them (the tests drive the box and the targets each step); and a rigid crate coupled two ways
+//! over a rubber slab.
 
 use std::sync::Arc;
 
 use bevy_deformable::sim::{
-    BodyHandle, MaterialParams, ObstacleCollider, ObstacleHandle, SoftWorld, TetMesh, Vec3,
-    WorldSettings,
+    BodyHandle, MaterialParams, ObstacleCollider, ObstacleHandle, RigidCoupling, SoftWorld,
+    TetMesh, Vec3, WorldSettings,
 };
 
 /// `count` (at least 3) bodies, cubes and balls in turn, stacked loosely above a floor: body 0
@@ -45,4 +46,33 @@ pub fn pushed_bodies(
         .attach(bodies[2], 5, 2_000.0, Vec3::new(0.1, 0.6, 0.0))
         .unwrap();
     (world, bodies, pusher)
+}
+
+/// A rigid crate of 4 kg, 0.2 x 0.16 x 0.2 m, coupled two ways (the core's half of the avian
+/// coupling), 0.3 m above a rubber slab (0.6 x 0.1 x 0.6 m) on a floor: the world, the slab
+/// and the crate.
+pub fn crate_over_slab() -> (SoftWorld, BodyHandle, ObstacleHandle) {
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let slab = world
+        .add_body(
+            Arc::new(TetMesh::try_cuboid(Vec3::new(0.3, 0.05, 0.3), 6).unwrap()),
+            MaterialParams::RUBBER,
+            Vec3::new(0.0, 0.05, 0.0),
+        )
+        .unwrap();
+    let half = Vec3::new(0.1, 0.08, 0.1);
+    let gravity = world.settings().gravity;
+    let crate_box = world
+        .add_obstacle(
+            ObstacleCollider::cuboid(half)
+                .unwrap()
+                .with_position(Vec3::new(0.02, 0.3, 0.0))
+                .with_coupling(RigidCoupling::solid_cuboid(4.0, half, gravity))
+                .unwrap(),
+        )
+        .unwrap();
+    (world, slab, crate_box)
 }

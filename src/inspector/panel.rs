@@ -245,6 +245,19 @@ fn selected_body(ui: &mut egui::Ui, p: &mut Panel) {
             if m != *material {
                 *material = m;
             }
+            let height = p.world.positions(entity).map(|x| {
+                let (lo, hi) = x.iter().fold((f64::MAX, f64::MIN), |(lo, hi), q| {
+                    (lo.min(q.y), hi.max(q.y))
+                });
+                (hi - lo).max(0.0)
+            });
+            if height.is_some_and(|h| very_soft_for_its_size(&material, h, p.config.gravity)) {
+                ui.colored_label(
+                    Color32::YELLOW,
+                    "very soft for its height: a hard landing can squash it to a tenth of its \
+                     volume; a compression limit (strain limits, min stretch 0.5) keeps it whole",
+                );
+            }
             let refactor = p
                 .world
                 .body(entity)
@@ -692,6 +705,17 @@ fn tuning_file(ui: &mut egui::Ui, p: &mut Panel) {
         });
 }
 
+/// Whether a body of `material`, `height` (m) tall under `gravity` (m/s^2), is past the
+/// envelope where a hard landing squashes it far beyond its elastic range: its own weight's
+/// stress `rho g h` over 0.4 of its Young's modulus, with no compression limit. The 10 kPa,
+/// 0.5 m cube of `tests/sim_rest.rs` (0.49) kept 8.9 % of its volume landing from 1 m, and 27 %
+/// with a limit; a 0.6 m jelly cube is at 0.29, `jelly_drop`'s 8 kPa slab (0.3 m) at 0.37.
+fn very_soft_for_its_size(material: &SoftMaterial, height: f64, gravity: bevy::math::Vec3) -> bool {
+    let limited = material.strain_limits.is_some_and(|l| l.min_stretch > 0.0);
+    let stress = material.density as f64 * gravity.length() as f64 * height;
+    !limited && stress > 0.4 * material.youngs_modulus as f64
+}
+
 /// The simulation state's file: save and load buttons, and the last outcome.
 fn state_file(ui: &mut egui::Ui, p: &mut Panel) {
     let Some((path, status)) = p
@@ -717,4 +741,29 @@ fn state_file(ui: &mut egui::Ui, p: &mut Panel) {
                 ui.label(RichText::new(status).small());
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::StrainLimits;
+
+    #[test]
+    fn very_soft_tall_bodies_without_a_compression_limit_are_flagged() {
+        let g = bevy::math::Vec3::new(0.0, -9.81, 0.0);
+        let soft = SoftMaterial::JELLY.with_youngs_modulus(1e4);
+        assert!(very_soft_for_its_size(&soft, 0.5, g));
+        assert!(!very_soft_for_its_size(&soft, 0.3, g));
+        assert!(!very_soft_for_its_size(&SoftMaterial::JELLY, 0.6, g));
+        let limited = SoftMaterial {
+            strain_limits: Some(StrainLimits {
+                min_stretch: 0.5,
+                max_stretch: 100.0,
+                stiffness_scale: 10.0,
+            }),
+            ..soft
+        };
+        assert!(!very_soft_for_its_size(&limited, 0.5, g));
+        assert!(!very_soft_for_its_size(&soft, 0.5, bevy::math::Vec3::ZERO));
+    }
 }

@@ -101,7 +101,7 @@ pub struct SavedBody {
     /// if none.
     pub friction: Vec<[f64; 3]>,
     /// Per tet: the right singular vectors of its last local step, row-major, which start the
-    /// next one; empty if the body has not stepped (or uses Newton's method).
+    /// next one; empty if the body has not stepped yet.
     pub rotations: Vec<[f64; 9]>,
 }
 
@@ -116,8 +116,8 @@ pub struct SavedObstacle {
     pub linear_velocity: [f64; 3],
     /// Angular velocity (rad/s).
     pub angular_velocity: [f64; 3],
-    /// A rigid body coupled two ways: the linear (m/s) and angular (rad/s) velocity changes
-    /// its coupled solve starts from (zero otherwise).
+    /// A rigid body coupled two ways: its last substep's displacement from its free motion (m,
+    /// rad) where it was touched, which its next coupled solve starts from (zero otherwise).
     pub coupling_warm_start: [[f64; 3]; 2],
 }
 
@@ -191,7 +191,7 @@ pub enum SavedWorldError {
     InvalidValue {
         /// Which value.
         what: &'static str,
-        /// `"body i"` or `"obstacle i"`.
+        /// `"body i"`, `"obstacle i"` or `"the contact forces"`.
         item: String,
     },
 }

@@ -15,9 +15,10 @@ use std::path::PathBuf;
 use bevy::app::{App, Plugin, Update};
 use bevy::ecs::message::{Message, MessageReader};
 use bevy::log::{info, warn};
-use bevy::prelude::{ResMut, Resource};
+use bevy::prelude::{Query, ResMut, Resource};
 
 use crate::DeformableWorld;
+use crate::components::DeformableState;
 use crate::sim::SavedWorld;
 
 /// Where the simulation's state is saved, and what happened last.
@@ -62,6 +63,7 @@ fn save_and_load(
     mut load: MessageReader<LoadState>,
     mut file: ResMut<StateFile>,
     mut world: ResMut<DeformableWorld>,
+    mut bodies: Query<&mut DeformableState>,
 ) {
     let (save, load) = (save.read().count() > 0, load.read().count() > 0);
     let path = file.path.clone();
@@ -91,6 +93,15 @@ fn save_and_load(
                 world.load(&saved).map_err(|e| e.to_string())?;
                 Ok(saved.bodies.len())
             });
+        if loaded.is_ok() {
+            // The load unfroze every body; each is drawn afresh at its loaded pose, not blended
+            // from where it was.
+            for mut state in &mut bodies {
+                state.frozen = None;
+                state.steps_recorded = 0;
+                state.drawn = None;
+            }
+        }
         file.status = match loaded {
             Ok(bodies) => format!("loaded {bodies} bodies from {}", path.display()),
             Err(e) => {

@@ -129,7 +129,9 @@ impl DeformableWorld {
     /// Puts a saved simulation state back (see [`sim::SoftWorld::load`]). The bodies are
     /// matched in stepping order, which is the order the plugin made them in: a game that
     /// loads a save spawns the same bodies in the same order first (their entities may differ
-    /// from the saving session's).
+    /// from the saving session's). Every body is unfrozen; the bodies' `DeformableState`
+    /// components are not touched here ([`crate::state_file`]'s `LoadState` also clears
+    /// their freeze reasons).
     ///
     /// # Errors
     /// [`sim::SavedWorldError`] where the save is of other bodies or obstacles or holds

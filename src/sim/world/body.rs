@@ -163,7 +163,7 @@ pub struct SoftBody {
 
 /// Field by field, so that `clone_from` (a world snapshot taken into a kept one, and a restore)
 /// reuses the body's buffers instead of allocating them again. The PD system is left out as
-/// [`SystemSlot`] says.
+/// `SystemSlot` says.
 impl Clone for SoftBody {
     fn clone(&self) -> Self {
         let mut out = Self::new(self.mesh.clone(), self.material, Vec::new());

@@ -680,29 +680,40 @@ fn debug_drawing(ui: &mut egui::Ui, draw: &mut super::DebugDraw) {
 }
 
 fn tuning_file(ui: &mut egui::Ui, p: &mut Panel) {
-    let Some((path, status)) = p
-        .tuning
-        .as_ref()
-        .map(|f| (f.path.display().to_string(), f.status.clone()))
-    else {
+    let Some(file) = p.tuning.as_ref() else {
         return;
     };
-    egui::CollapsingHeader::new("Tuning file")
+    let (save, load) = file_buttons(ui, "Tuning file", &file.path, &file.status);
+    if save {
+        p.save.write(SaveTuning);
+    }
+    if load {
+        p.load.write(LoadTuning);
+    }
+}
+
+/// A collapsible section with a file's path, Save and Load buttons and the last outcome;
+/// returns which button was clicked.
+fn file_buttons(
+    ui: &mut egui::Ui,
+    header: &str,
+    path: &std::path::Path,
+    status: &str,
+) -> (bool, bool) {
+    let (mut save, mut load) = (false, false);
+    egui::CollapsingHeader::new(header)
         .default_open(true)
         .show(ui, |ui| {
-            ui.label(RichText::new(path).monospace());
+            ui.label(RichText::new(path.display().to_string()).monospace());
             ui.horizontal(|ui| {
-                if ui.button("Save").clicked() {
-                    p.save.write(SaveTuning);
-                }
-                if ui.button("Load").clicked() {
-                    p.load.write(LoadTuning);
-                }
+                save = ui.button("Save").clicked();
+                load = ui.button("Load").clicked();
             });
             if !status.is_empty() {
                 ui.label(RichText::new(status).small());
             }
         });
+    (save, load)
 }
 
 /// Whether a body of `material`, `height` (m) tall under `gravity` (m/s^2), is past the
@@ -718,29 +729,16 @@ fn very_soft_for_its_size(material: &SoftMaterial, height: f64, gravity: bevy::m
 
 /// The simulation state's file: save and load buttons, and the last outcome.
 fn state_file(ui: &mut egui::Ui, p: &mut Panel) {
-    let Some((path, status)) = p
-        .state_file
-        .as_ref()
-        .map(|f| (f.path.display().to_string(), f.status.clone()))
-    else {
+    let Some(file) = p.state_file.as_ref() else {
         return;
     };
-    egui::CollapsingHeader::new("Saved state")
-        .default_open(true)
-        .show(ui, |ui| {
-            ui.label(RichText::new(path).monospace());
-            ui.horizontal(|ui| {
-                if ui.button("Save").clicked() {
-                    p.save_state.write(SaveState);
-                }
-                if ui.button("Load").clicked() {
-                    p.load_state.write(LoadState);
-                }
-            });
-            if !status.is_empty() {
-                ui.label(RichText::new(status).small());
-            }
-        });
+    let (save, load) = file_buttons(ui, "Saved state", &file.path, &file.status);
+    if save {
+        p.save_state.write(SaveState);
+    }
+    if load {
+        p.load_state.write(LoadState);
+    }
 }
 
 #[cfg(test)]

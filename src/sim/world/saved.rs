@@ -427,22 +427,21 @@ impl SavedWorld {
 impl SoftWorld {
     /// What a saved game needs of the world now (see [`SavedWorld`]).
     pub fn save(&self) -> SavedWorld {
-        let v3 = |p: &Vec3| [p.x, p.y, p.z];
         SavedWorld {
             bodies: self
                 .bodies
                 .iter()
                 .map(|b| SavedBody {
                     tets: b.mesh.tet_count() as u32,
-                    positions: b.x.iter().map(v3).collect(),
-                    velocities: b.v.iter().map(v3).collect(),
-                    targets: b.targets.iter().map(v3).collect(),
+                    positions: b.x.iter().map(array).collect(),
+                    velocities: b.v.iter().map(array).collect(),
+                    targets: b.targets.iter().map(array).collect(),
                     pinned: b.pinned.clone(),
                     attachment_stiffness: b.attach_k.clone(),
                     asleep: b.asleep,
                     still_for: b.still_for,
                     slow_for: b.slow_for,
-                    friction: b.ws.friction.iter().map(v3).collect(),
+                    friction: b.ws.friction.iter().map(array).collect(),
                     rotations: match b.ws.frames.covers(b.mesh.tet_count()) {
                         true => b.ws.frames.rows(b.mesh.tet_count()).collect(),
                         false => Vec::new(),
@@ -455,25 +454,25 @@ impl SoftWorld {
                 .map(|o| {
                     let q = o.rotation().into_inner();
                     SavedObstacle {
-                        position: v3(&o.position()),
+                        position: array(&o.position()),
                         rotation: [q.i, q.j, q.k, q.w],
-                        linear_velocity: v3(&o.linear_velocity()),
-                        angular_velocity: v3(&o.angular_velocity()),
-                        coupling_warm_start: o.coupled.warm.map(|w| v3(&w)),
+                        linear_velocity: array(&o.linear_velocity()),
+                        angular_velocity: array(&o.angular_velocity()),
+                        coupling_warm_start: o.coupled.warm.map(|w| array(&w)),
                     }
                 })
                 .collect(),
             contacts: {
                 let (groups, friction, normal_forces) = self.state.contact_memory().parts();
                 SavedContacts {
-                    groups: groups.iter().map(|(k, f)| ([k.0, k.1], v3(f))).collect(),
+                    groups: groups.iter().map(|(k, f)| ([k.0, k.1], array(f))).collect(),
                     friction: friction
                         .iter()
-                        .map(|(k, l, n)| (*k, v3(l), v3(n)))
+                        .map(|(k, l, n)| (*k, array(l), array(n)))
                         .collect(),
                     normal_forces: normal_forces
                         .iter()
-                        .map(|(k, f, n)| (*k, *f, v3(n)))
+                        .map(|(k, f, n)| (*k, *f, array(n)))
                         .collect(),
                 }
             },
@@ -490,7 +489,6 @@ impl SoftWorld {
     /// [`SavedWorldError::InvalidValue`]; the world is then unchanged.
     pub fn load(&mut self, saved: &SavedWorld) -> Result<(), SavedWorldError> {
         self.check_saved(saved)?;
-        let v3 = |p: &[f64; 3]| Vec3::new(p[0], p[1], p[2]);
         let margin = self.settings.contact_margin;
         for (b, s) in self.bodies.iter_mut().zip(&saved.bodies) {
             b.wake();
@@ -507,11 +505,11 @@ impl SoftWorld {
                 b.rebuild = b.rebuild.max_with(Rebuild::Numeric);
             }
             for (dst, src) in [(&mut b.x, &s.positions), (&mut b.targets, &s.targets)] {
-                dst.iter_mut().zip(src).for_each(|(d, p)| *d = v3(p));
+                dst.iter_mut().zip(src).for_each(|(d, p)| *d = vector(p));
             }
             b.v.iter_mut()
                 .zip(&s.velocities)
-                .for_each(|(d, p)| *d = v3(p));
+                .for_each(|(d, p)| *d = vector(p));
             b.good_x.clone_from(&b.x);
             b.good_v.clone_from(&b.v);
             match s.rotations.is_empty() {
@@ -519,7 +517,7 @@ impl SoftWorld {
                 false => b.ws.frames.set_rows(&s.rotations),
             }
             b.ws.friction.clear();
-            b.ws.friction.extend(s.friction.iter().map(v3));
+            b.ws.friction.extend(s.friction.iter().map(vector));
             if s.asleep {
                 b.fall_asleep(margin);
             }
@@ -527,26 +525,27 @@ impl SoftWorld {
             b.slow_for = s.slow_for;
         }
         for (o, s) in self.obstacles.iter_mut().zip(&saved.obstacles) {
-            let q = s.rotation;
-            let rotation = UnitQuaternion::new_normalize(Quaternion::new(q[3], q[0], q[1], q[2]));
+            let rotation = UnitQuaternion::new_normalize(quaternion(&s.rotation));
             o.set_state(
-                v3(&s.position),
+                vector(&s.position),
                 rotation,
-                v3(&s.linear_velocity),
-                v3(&s.angular_velocity),
+                vector(&s.linear_velocity),
+                vector(&s.angular_velocity),
             )
             .expect("checked by check_saved");
             o.coupled = Default::default();
-            o.coupled.warm = s.coupling_warm_start.map(|w| v3(&w));
+            o.coupled.warm = s.coupling_warm_start.map(|w| vector(&w));
         }
         // The islands' kept systems and the wake pass's record belong to the state before the
         // load.
         self.state = Default::default();
         let c = &saved.contacts;
         self.state.contact_memory_mut().set_parts(
-            c.groups.iter().map(|(k, f)| ((k[0], k[1]), v3(f))),
-            c.friction.iter().map(|(k, l, n)| (*k, v3(l), v3(n))),
-            c.normal_forces.iter().map(|(k, f, n)| (*k, *f, v3(n))),
+            c.groups.iter().map(|(k, f)| ((k[0], k[1]), vector(f))),
+            c.friction
+                .iter()
+                .map(|(k, l, n)| (*k, vector(l), vector(n))),
+            c.normal_forces.iter().map(|(k, f, n)| (*k, *f, vector(n))),
         );
         Ok(())
     }
@@ -649,19 +648,18 @@ impl SoftWorld {
                 what,
                 item: format!("obstacle {i}"),
             };
-            let q = Quaternion::new(s.rotation[3], s.rotation[0], s.rotation[1], s.rotation[2]);
+            let q = quaternion(&s.rotation);
             let norm = q.norm();
             if !(norm.is_finite() && norm > 1e-6) {
                 return Err(invalid("rotation"));
             }
             let mut check = o.clone();
-            let v3 = |p: &[f64; 3]| Vec3::new(p[0], p[1], p[2]);
             check
                 .set_state(
-                    v3(&s.position),
+                    vector(&s.position),
                     UnitQuaternion::new_normalize(q),
-                    v3(&s.linear_velocity),
-                    v3(&s.angular_velocity),
+                    vector(&s.linear_velocity),
+                    vector(&s.angular_velocity),
                 )
                 .map_err(|_| invalid("pose or velocity"))?;
             if !s
@@ -690,6 +688,21 @@ impl SoftWorld {
         }
         Ok(())
     }
+}
+
+/// `[x, y, z]` of a vector.
+fn array(p: &Vec3) -> [f64; 3] {
+    [p.x, p.y, p.z]
+}
+
+/// The vector of `[x, y, z]`.
+fn vector(p: &[f64; 3]) -> Vec3 {
+    Vec3::new(p[0], p[1], p[2])
+}
+
+/// The quaternion of `[i, j, k, w]`.
+fn quaternion(q: &[f64; 4]) -> Quaternion<f64> {
+    Quaternion::new(q[3], q[0], q[1], q[2])
 }
 
 /// Whether a row-major 3x3 matrix is a rotation to within 1e-6 (finite, `R'R = I`, det +1).

@@ -23,7 +23,7 @@
 //! bodies are cloned field by field into the buffers a kept snapshot (or the restored world)
 //! already has; the islands' buffers are allocated again; the cached `A^-1` columns are shared
 //! with the world, not copied. `cargo bench --bench pile` measures it on the pile scene (20
-//! bodies, 3,590 vertices): 1.5-1.9 ms to take, 1.5-1.7 ms to restore.
+//! bodies, 3,590 vertices): 1.5-2.0 ms to take, 1.5-1.8 ms to restore.
 
 use thiserror::Error;
 

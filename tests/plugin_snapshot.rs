@@ -1,7 +1,8 @@
 //! Snapshots in a Bevy app: a rollback of the `DeformableWorld` resource re-simulates the
 //! same frames bit for bit (once, and every frame around a moving paddle as rollback netcode
 //! does), and a snapshot taken before a body was despawned or spawned is refused naming the
-//! entity. And the state saved to a file by `SaveState` comes back with `LoadState`.
+//! entity; a body frozen after the snapshot is unfrozen by the restore, its `DeformableState`
+//! too. And the state saved to a file by `SaveState` comes back with `LoadState`.
 
 mod common;
 
@@ -51,6 +52,30 @@ fn a_rolled_back_world_re_simulates_the_same_frames() {
             "frame {frame} after the rollback differs"
         );
     }
+}
+
+#[test]
+fn a_body_frozen_after_the_snapshot_is_unfrozen_by_the_restore() {
+    let (mut app, [a, b]) = scene();
+    let snapshot = app.world().resource::<DeformableWorld>().snapshot();
+    // A reset that starts `a` at a NaN velocity: its next step freezes it.
+    app.world_mut()
+        .entity_mut(a)
+        .insert(InitialVelocity(Vec3::NAN));
+    app.world_mut().write_message(ResetScene);
+    app.update();
+    app.update();
+    let state = |app: &App, e| app.world().get::<DeformableState>(e).unwrap().clone();
+    assert!(state(&app, a).failed(), "the NaN velocity froze nothing");
+    assert!(!state(&app, b).failed());
+    restore(&mut app, &snapshot).unwrap();
+    app.update();
+    assert!(!state(&app, a).failed(), "{:?}", state(&app, a).status());
+    assert!(
+        positions(&app, a)
+            .iter()
+            .all(|p| p.iter().all(|c| c.is_finite()))
+    );
 }
 
 #[test]

@@ -89,6 +89,12 @@ pub(super) fn step_world(
     for (entity, mut state) in &mut bodies {
         let Some(h) = state.handle else { continue };
         state.asleep = world.world.is_asleep(h).unwrap_or(false);
+        // As the simulation has it: a restored snapshot or a loaded save may have unfrozen
+        // the body since its freeze was reported.
+        let frozen = world.world.frozen(h).ok().flatten();
+        if state.frozen.as_ref() != frozen {
+            state.frozen = frozen.cloned();
+        }
         // Contact messages: compare this step's touching obstacles with the last step's.
         world.scratch.clear();
         let _ = world.world.touching_obstacles(h, &mut world.scratch);

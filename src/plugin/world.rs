@@ -130,8 +130,8 @@ impl DeformableWorld {
     /// matched in stepping order, which is the order the plugin made them in: a game that
     /// loads a save spawns the same bodies in the same order first (their entities may differ
     /// from the saving session's). Every body is unfrozen; the bodies' `DeformableState`
-    /// components are not touched here ([`crate::state_file`]'s `LoadState` also clears
-    /// their freeze reasons).
+    /// components follow at the next step ([`crate::state_file`]'s `LoadState` also clears
+    /// their freeze reasons at once).
     ///
     /// # Errors
     /// [`sim::SavedWorldError`] where the save is of other bodies or obstacles or holds
@@ -140,7 +140,8 @@ impl DeformableWorld {
         self.world.load(saved)
     }
 
-    /// Puts the simulation back in the state `snapshot` was taken in.
+    /// Puts the simulation back in the state `snapshot` was taken in. The bodies'
+    /// `DeformableState` components (freeze reason, sleep) follow at the next step.
     ///
     /// # Errors
     /// [`DeformableSnapshotError::Entities`] where a body or obstacle entity was spawned or

@@ -36,7 +36,7 @@ static LAST_GENERATION: AtomicU64 = AtomicU64::new(0);
 const NONE: u32 = u32::MAX;
 
 /// The cached columns of one body's `A^-1`.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct InverseColumns {
     /// Free vertices of the body (the length of a column).
     n: usize,
@@ -61,6 +61,43 @@ pub struct InverseColumns {
     /// Identifies the factor the columns are of (see [`InverseColumns::generation`]).
     generation: u64,
     scratch: SolveScratch,
+}
+
+/// Field by field, so that `clone_from` (a world snapshot taken into a kept one, and a restore)
+/// reuses the buffers; the columns themselves are shared, and the solve's scratch is not
+/// copied.
+impl Clone for InverseColumns {
+    fn clone(&self) -> Self {
+        let mut out = Self::default();
+        out.clone_from(self);
+        out
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Self {
+            n,
+            capacity,
+            slot_of,
+            vertex_of,
+            used,
+            values,
+            stamp,
+            planned,
+            plan_stamp,
+            generation,
+            scratch: _,
+        } = source;
+        self.n = *n;
+        self.capacity = *capacity;
+        self.slot_of.clone_from(slot_of);
+        self.vertex_of.clone_from(vertex_of);
+        self.used.clone_from(used);
+        self.values.clone_from(values);
+        self.stamp = *stamp;
+        self.planned.clone_from(planned);
+        self.plan_stamp = *plan_stamp;
+        self.generation = *generation;
+    }
 }
 
 impl InverseColumns {

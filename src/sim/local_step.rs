@@ -115,10 +115,12 @@ impl TetBlocks {
 
 /// Per tet: the right singular vectors `V` of its last local step, which warm-start the next
 /// (identity at first), in blocks of eight tets (the local step's `TetBlocks`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct WarmFrames {
     blocks: Vec<Mat3Lanes>,
 }
+
+clone_by_field!(WarmFrames { blocks });
 
 impl WarmFrames {
     /// Sizes the frames for `tets` tets; new ones start at the identity.

@@ -33,7 +33,10 @@
 //! | `volume_stretches` | the volume term's projection onto `s1 s2 s3 = 1` (scalar and lanes) |
 //! | `inverse_columns` | cached columns of a body's `A^-1` for contact-subspace QPs |
 //! | `lattice` | the lattice tet-mesh builder behind the cuboid, sphere, capsule and cage meshes |
+//! | `clone_by_field` | `clone_by_field!`: `Clone` whose `clone_from` reuses every field's buffers |
 
+#[macro_use]
+mod clone_by_field;
 pub mod contact;
 pub mod embed;
 pub mod fem;

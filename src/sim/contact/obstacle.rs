@@ -90,7 +90,6 @@ pub struct ObstacleContact {
 /// assert!(floor.query(Vec3::new(0.0, -0.1, 0.0), 0.0).is_some());
 /// assert!(paddle.query(Vec3::new(3.0, 0.5, 0.0), 0.0).is_none());
 /// ```
-#[derive(Clone)]
 pub struct ObstacleCollider {
     shape: ObstacleShape,
     parry: Option<SharedShape>,
@@ -104,6 +103,49 @@ pub struct ObstacleCollider {
     coupling: Option<RigidCoupling>,
     /// The coupling's state carried across steps.
     pub(crate) coupled: CoupledState,
+}
+
+/// `clone_from` copies the shape only where it differs (a world snapshot taken into a kept
+/// one, and a restore, copy a mesh or hull shape without allocating when it did not change).
+impl Clone for ObstacleCollider {
+    fn clone(&self) -> Self {
+        Self {
+            shape: self.shape.clone(),
+            parry: self.parry.clone(),
+            position: self.position,
+            rotation: self.rotation,
+            linear_velocity: self.linear_velocity,
+            angular_velocity: self.angular_velocity,
+            surface: self.surface,
+            coupling: self.coupling,
+            coupled: self.coupled,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Self {
+            shape,
+            parry,
+            position,
+            rotation,
+            linear_velocity,
+            angular_velocity,
+            surface,
+            coupling,
+            coupled,
+        } = source;
+        if self.shape != *shape {
+            self.shape.clone_from(shape);
+        }
+        self.parry.clone_from(parry);
+        self.position = *position;
+        self.rotation = *rotation;
+        self.linear_velocity = *linear_velocity;
+        self.angular_velocity = *angular_velocity;
+        self.surface = *surface;
+        self.coupling = *coupling;
+        self.coupled = *coupled;
+    }
 }
 
 /// What a coupled obstacle carries out of a step.

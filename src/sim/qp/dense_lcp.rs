@@ -62,7 +62,7 @@ pub struct DenseLcpStats {
 /// are row `j`'s `(column, value)` in increasing column order, the diagonal among them and in
 /// `diagonal` too. Contact rows on different bodies do not couple, so in an island of many
 /// bodies `S` is mostly zeros; built row by row, its `m^2` zeros never reach memory.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct SymmetricRows {
     /// Start of each row in `entries`, plus the end.
     pub row_ptr: Vec<usize>,
@@ -71,6 +71,12 @@ pub struct SymmetricRows {
     /// The diagonal.
     pub diagonal: Vec<f64>,
 }
+
+clone_by_field!(SymmetricRows {
+    row_ptr,
+    entries,
+    diagonal
+});
 
 impl SymmetricRows {
     /// Rows.
@@ -171,7 +177,7 @@ impl SymmetricRows {
 }
 
 /// Reusable buffers of the solver.
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub struct DenseLcp {
     active: Vec<usize>,
     /// Per row: its place in `active`, or `u32::MAX`.
@@ -191,6 +197,18 @@ pub struct DenseLcp {
     failed_refinements: usize,
     candidate: Vec<f64>,
 }
+
+clone_by_field!(DenseLcp {
+    active,
+    active_at,
+    in_factor,
+    position,
+    column,
+    cholesky,
+    failed,
+    failed_refinements,
+    candidate
+});
 
 impl std::fmt::Debug for DenseLcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -330,6 +330,15 @@ impl Mprgp {
         self.reuse_norm = reuse;
     }
 
+    /// What of `source` the next solve starts from, into `self` (buffers reused): the power
+    /// iteration's vector and the `||A||` estimate, which carry from solve to solve; the rest
+    /// is scratch every solve writes first. A world snapshot's copy.
+    pub fn copy_warm_start_from(&mut self, source: &Self) {
+        self.power.clone_from(&source.power);
+        self.norm_estimate = source.norm_estimate;
+        self.reuse_norm = source.reuse_norm;
+    }
+
     /// `A x - b` at the last solution (N for a PD step): the gradient the solver ended with,
     /// in the original variables, without a product with `A`.
     pub fn final_gradient(&self, out: &mut Vec<Vec3>) {

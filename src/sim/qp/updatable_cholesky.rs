@@ -56,6 +56,14 @@ impl Clone for UpdatableCholesky {
             mem_dim: 0,
         }
     }
+
+    /// The factor into `self`'s buffers (a world snapshot taken into a kept one); the
+    /// scratch is left as it is.
+    fn clone_from(&mut self, source: &Self) {
+        self.ids.clone_from(&source.ids);
+        self.l.clone_from(&source.l);
+        self.ld = source.ld;
+    }
 }
 
 impl std::fmt::Debug for UpdatableCholesky {

@@ -161,9 +161,9 @@ pub struct SoftBody {
     pub(crate) ws: Workspace,
 }
 
-/// Field by field, so that `clone_from` (a world snapshot taken into a kept one, and a restore)
-/// reuses the body's buffers instead of allocating them again. The PD system is left out as
-/// `SystemSlot` says.
+/// Field by field, so that `clone_from` reuses the body's buffers instead of allocating them
+/// again: its state (`SoftBody::copy_state_from`) and its scratch. The PD system is left out
+/// as `SystemSlot` says.
 impl Clone for SoftBody {
     fn clone(&self) -> Self {
         let mut out = Self::new(self.mesh.clone(), self.material, Vec::new());
@@ -172,10 +172,28 @@ impl Clone for SoftBody {
     }
 
     fn clone_from(&mut self, source: &Self) {
+        self.copy_state_from(source);
+        self.pd = SystemSlot(None);
+        self.ws.clone_from(&source.ws);
+    }
+}
+
+impl SoftBody {
+    /// A body of `source`'s mesh and material with nothing else of it yet: the kept body of a
+    /// world snapshot before its first [`SoftBody::copy_state_from`].
+    pub(crate) fn empty_like(source: &Self) -> Self {
+        Self::new(source.mesh.clone(), source.material, Vec::new())
+    }
+
+    /// Everything of `source` a later step reads, into `self` (its buffers reused; no
+    /// allocation once `self` has held a body of the same size): a world snapshot's copy and a
+    /// restore. Left out: the PD system (see [`SystemSlot`]) and the step's scratch
+    /// ([`Workspace::copy_state_from`]).
+    pub(crate) fn copy_state_from(&mut self, source: &Self) {
         let Self {
             mesh,
             material,
-            pd,
+            pd: _,
             newton,
             rebuild,
             x,
@@ -202,10 +220,9 @@ impl Clone for SoftBody {
             ws,
         } = source;
         self.mesh.clone_from(mesh);
-        self.material.clone_from(material);
-        self.pd = pd.clone();
+        self.material = *material;
         self.newton.clone_from(newton);
-        self.rebuild.clone_from(rebuild);
+        self.rebuild = *rebuild;
         self.x.clone_from(x);
         self.v.clone_from(v);
         self.initial.clone_from(initial);
@@ -217,17 +234,17 @@ impl Clone for SoftBody {
         self.proxies.clone_from(proxies);
         self.colliders.clone_from(colliders);
         self.collider_slack.clone_from(collider_slack);
-        self.collision_group.clone_from(collision_group);
-        self.grab.clone_from(grab);
-        self.last_refactor.clone_from(last_refactor);
+        self.collision_group = *collision_group;
+        self.grab = *grab;
+        self.last_refactor = *last_refactor;
         self.frozen.clone_from(frozen);
-        self.slow_for.clone_from(slow_for);
-        self.asleep.clone_from(asleep);
-        self.still_for.clone_from(still_for);
-        self.sleep_bounds.clone_from(sleep_bounds);
-        self.sleep_events.clone_from(sleep_events);
+        self.slow_for = *slow_for;
+        self.asleep = *asleep;
+        self.still_for = *still_for;
+        self.sleep_bounds = *sleep_bounds;
+        self.sleep_events = *sleep_events;
         self.last_step.clone_from(last_step);
-        self.ws.clone_from(ws);
+        self.ws.copy_state_from(ws);
     }
 }
 

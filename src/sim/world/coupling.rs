@@ -138,7 +138,7 @@ impl Entry {
 }
 
 /// The coupled rigid bodies of one substep.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct Coupling {
     entries: Vec<Entry>,
     /// Per obstacle: its body's entry, or [`NOT_COUPLED`].
@@ -149,6 +149,13 @@ pub(crate) struct Coupling {
     /// velocities and points, and their count.
     patches: Vec<(Vec3, Vec3, Vec3, usize)>,
 }
+
+clone_by_field!(Coupling {
+    entries,
+    entry_of,
+    members,
+    patches
+});
 
 impl Coupling {
     /// Whether any obstacle is coupled in this substep.

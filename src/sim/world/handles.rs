@@ -12,10 +12,28 @@ pub struct BodyHandle(pub(crate) u32);
 pub struct ObstacleHandle(pub(crate) u32);
 
 /// The ids of a list's entries in list order, with each id's position.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct HandleTable {
     ids: Vec<u32>,
     position: HashMap<u32, u32>,
+}
+
+/// `clone_from` copies nothing where the ids are already the same (a world snapshot taken
+/// into a kept one, and a restore).
+impl Clone for HandleTable {
+    fn clone(&self) -> Self {
+        Self {
+            ids: self.ids.clone(),
+            position: self.position.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        if self.ids != source.ids {
+            self.ids.clone_from(&source.ids);
+            self.position.clone_from(&source.position);
+        }
+    }
 }
 
 impl HandleTable {

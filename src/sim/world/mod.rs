@@ -122,42 +122,15 @@ pub struct SoftWorld {
     state: step::StepState,
 }
 
-/// Field by field, so that `clone_from` (a snapshot taken into a kept one, and a restore)
-/// reuses the bodies' buffers.
-impl Clone for SoftWorld {
-    fn clone(&self) -> Self {
-        let mut out = Self::default();
-        out.clone_from(self);
-        out
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        self.bodies.clone_from(&source.bodies);
-        self.clone_all_but_bodies_from(source);
-    }
-}
-
-impl SoftWorld {
-    /// Everything of `source` but its bodies, into `self` (its buffers reused): the second
-    /// half of `clone_from`, and of a restore, which clones the bodies one by one.
-    fn clone_all_but_bodies_from(&mut self, source: &Self) {
-        let Self {
-            settings,
-            bodies: _,
-            body_ids,
-            obstacles,
-            obstacle_ids,
-            next_id,
-            state,
-        } = source;
-        self.settings.clone_from(settings);
-        self.body_ids.clone_from(body_ids);
-        self.obstacles.clone_from(obstacles);
-        self.obstacle_ids.clone_from(obstacle_ids);
-        self.next_id = *next_id;
-        self.state.clone_from(state);
-    }
-}
+clone_by_field!(SoftWorld {
+    settings,
+    bodies,
+    body_ids,
+    obstacles,
+    obstacle_ids,
+    next_id,
+    state
+});
 
 impl SoftWorld {
     /// An empty world.

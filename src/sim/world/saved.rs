@@ -14,9 +14,15 @@
 //! systems start empty. Every body is unfrozen and released from a grab. A loaded world then
 //! replays the saved run bit for bit in `tests/sim_saved.rs` (soft-soft contact, a pin, an
 //! attachment and a moving obstacle), so a file can also hand a lockstep game's state to a
-//! player who joins late. A rigid body coupled two ways is the exception: its island keeps
-//! state from step to step that the file does not hold, and the replay agrees to round-off
-//! (2e-10 m and 2.5e-9 rad over 30 steps of a crate landing on a slab). Without the rotations
+//! player who joins late. The exception is what an island's solve carries from step to step
+//! and the file does not hold (the contact subspace's kept matrix and its factor, keyed by
+//! factors of this process, and the MPRGP's norm-estimate vector; a [`super::WorldSnapshot`]
+//! holds them): where a later step would have reused them (contacts that come back unchanged,
+//! as under a body resting on the floor, or a rigid body coupled two ways), the replay agrees
+//! to round-off (2e-10 m and 2.5e-9 rad over 30 steps of a rigid crate landing on a slab). The Newton solver's state (the factor of an earlier Newton matrix its solves correct
+//! against) is not in the file either: a load starts it afresh, so that a file replays the
+//! same in any world, and the first step agrees with the saved run's to the solver's tolerance
+//! (1.6e-6 m where bodies were being pushed; a chaotic scene then diverges). Without the rotations
 //! (72 bytes per tet, more than the rest of a body together) the replay drifts from round-off:
 //! 0.1 mm after 40 steps where a pusher met the bodies, measured when they were left out.
 //!
@@ -518,6 +524,10 @@ impl SoftWorld {
             }
             b.ws.friction.clear();
             b.ws.friction.extend(s.friction.iter().map(vector));
+            // The Newton solver's state (a factor of an earlier Newton matrix) is not in the
+            // file: it starts afresh, as in a world built again, so that a load replays the
+            // same whichever world it goes into.
+            b.newton = None;
             if s.asleep {
                 b.fall_asleep(margin);
             }

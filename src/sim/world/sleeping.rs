@@ -62,13 +62,15 @@ struct SeenObstacle {
 }
 
 /// What the wake pass keeps between steps (reused buffers: no allocation once warm).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct SleepState {
     /// Per body: bounds over its coming step if it is awake and moves.
     swept: Vec<Option<Bounds>>,
     /// The obstacles at the last wake pass, in order.
     seen: Vec<SeenObstacle>,
 }
+
+clone_by_field!(SleepState { swept, seen });
 
 impl SleepState {
     /// Forgets the obstacles seen (their indices changed).

@@ -6,34 +6,38 @@
 //! state, materials, pins, attachments and their targets, grab springs, sleeping and settling
 //! clocks, the obstacles' poses and velocities, the coupled rigid bodies' state, the contact
 //! memory (the normal and friction forces the next step starts from), the warm starts (the
-//! local step's rotations, the islands' last iterates and kept contact matrices, the cached
-//! `A^-1` columns) and the Newton solver's state. So the step after a restore is the step
-//! after the snapshot, bit for bit (`tests/sim_snapshot.rs`).
+//! local step's rotations, the cached `A^-1` columns, and what each island slot carries from
+//! step to step: the contact subspace's kept matrix and factor and the MPRGP's norm-estimate
+//! vector) and the Newton solver's state. So the step after a restore is the step after the
+//! snapshot, bit for bit (`tests/sim_snapshot.rs`).
 //!
-//! What it leaves out is each body's PD system (its matrix and factor), a function of its
-//! mesh, material, pins, attachments, grab spring and time step: a restore hands the live
-//! body's system back where it is the factor the snapshot's body had (the cached columns'
+//! What it leaves out is scratch (every buffer a step writes before it reads it: the
+//! predictions, the local step's projections, the right-hand sides, the BVHs, the islands'
+//! iterates and rows) and each body's PD system (its matrix and factor), a function of its
+//! mesh, material, pins, attachments, grab spring and time step: a restore keeps the live
+//! body's system where it is the factor the snapshot's body had (the cached columns'
 //! generation identifies it), and otherwise the body builds it again before its next step.
 //! A restore across such an edit (a material or pin changed after the snapshot) therefore
 //! replays to the solver's tolerance rather than bit for bit: the rebuilt factor has no
 //! cached columns yet.
 //!
-//! Cost: a snapshot is a clone of the world's state, scratch buffers included (the step's
-//! per-body and per-island buffers are cloned with it rather than told apart from state). The
-//! bodies are cloned field by field into the buffers a kept snapshot (or the restored world)
-//! already has; the islands' buffers are allocated again; the cached `A^-1` columns are shared
-//! with the world, not copied. `cargo bench --bench pile` measures it on the pile scene (20
-//! bodies, 3,590 vertices): 1.5-2.0 ms to take, 1.5-1.8 ms to restore.
+//! Cost: copies of the state into the buffers a kept snapshot (or the restored world) already
+//! has, so a rollback loop allocates nothing once they are warm (`tests/sim_allocations.rs`);
+//! the cached columns are shared with the world, not copied. The exceptions allocate: the
+//! Newton solver's state (its factor is copied), and an obstacle's mesh or hull shape that
+//! changed since. `cargo bench --bench pile` measures it on the pile scene (20 bodies, 3,590
+//! vertices).
 
 use thiserror::Error;
 
 use super::SoftWorld;
+use super::body::SoftBody;
 use super::handles::BodyHandle;
 
 /// A [`SoftWorld`]'s state at one moment (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct WorldSnapshot {
-    /// The world, its bodies without their PD systems.
+    /// The world's state: its bodies without their PD systems, and no scratch.
     world: SoftWorld,
 }
 
@@ -75,15 +79,23 @@ impl WorldSnapshot {
 impl SoftWorld {
     /// The world's state now (see [`WorldSnapshot`]).
     pub fn snapshot(&self) -> WorldSnapshot {
-        WorldSnapshot {
-            world: self.clone(),
-        }
+        let mut snapshot = WorldSnapshot::default();
+        self.snapshot_into(&mut snapshot);
+        snapshot
     }
 
-    /// [`SoftWorld::snapshot`] into `snapshot`, reusing the bodies' buffers (the islands' are
-    /// allocated again; see the module docs' cost).
+    /// [`SoftWorld::snapshot`] into `snapshot`, reusing its buffers: no allocation where they
+    /// already hold a state of the same bodies at least as large (see the module docs for the
+    /// exceptions).
     pub fn snapshot_into(&self, snapshot: &mut WorldSnapshot) {
-        snapshot.world.clone_from(self);
+        let kept = &mut snapshot.world;
+        if kept.body_ids.ids() != self.body_ids.ids() {
+            kept.bodies = self.bodies.iter().map(SoftBody::empty_like).collect();
+        }
+        for (kept, body) in kept.bodies.iter_mut().zip(&self.bodies) {
+            kept.copy_state_from(body);
+        }
+        kept.copy_all_but_bodies_from(self);
     }
 
     /// Puts the world back in the state `snapshot` was taken in: the next step is the one that
@@ -122,23 +134,41 @@ impl SoftWorld {
                 world: self.obstacles.len(),
             });
         }
-        // Body by body (the checks above make the lists match), each live system handed back
-        // where its factor is the snapshot's body's.
+        // Body by body (the checks above make the lists match), each live system kept where
+        // its factor is the snapshot's body's.
         for (body, kept) in self.bodies.iter_mut().zip(&saved.bodies) {
             let generation = body.ws.columns.generation();
-            let system = body.pd.0.take();
-            body.clone_from(kept);
-            if system.is_some() && body.ws.columns.generation() == generation {
-                body.pd.0 = system;
+            body.copy_state_from(kept);
+            if body.ws.columns.generation() != generation {
+                body.pd.0 = None;
+            } else if let (Some(pd), Some(grab)) = (body.pd.0.as_mut(), body.grab) {
                 // The grab spring's target lives in the system too (the right-hand side).
-                if let (Some(pd), Some(grab)) = (body.pd.0.as_mut(), body.grab) {
-                    pd.set_spring_target(grab.target);
-                }
+                pd.set_spring_target(grab.target);
             }
         }
         let next_id = self.next_id.max(saved.next_id);
-        self.clone_all_but_bodies_from(saved);
+        self.copy_all_but_bodies_from(saved);
         self.next_id = next_id;
         Ok(())
+    }
+
+    /// Everything of `source` but its bodies that a later step reads, into `self` (buffers
+    /// reused): the second half of a snapshot's copy and of a restore.
+    fn copy_all_but_bodies_from(&mut self, source: &Self) {
+        let Self {
+            settings,
+            bodies: _,
+            body_ids,
+            obstacles,
+            obstacle_ids,
+            next_id,
+            state,
+        } = source;
+        self.settings = *settings;
+        self.body_ids.clone_from(body_ids);
+        self.obstacles.clone_from(obstacles);
+        self.obstacle_ids.clone_from(obstacle_ids);
+        self.next_id = *next_id;
+        self.state.copy_state_from(state);
     }
 }

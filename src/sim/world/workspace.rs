@@ -76,67 +76,75 @@ pub(crate) struct ResidualScratch {
     pub start: f64,
 }
 
-/// Field by field, so that `clone_from` (a world snapshot taken into a kept one) reuses the
-/// buffers instead of allocating them again.
-impl Clone for Workspace {
-    fn clone(&self) -> Self {
-        let mut out = Self::default();
-        out.clone_from(self);
-        out
-    }
+clone_by_field!(Workspace {
+    y,
+    x_start,
+    v_start,
+    contributions,
+    frames,
+    start_stretches,
+    b,
+    x_free,
+    defect,
+    b_prev,
+    b_before,
+    anderson,
+    residual2,
+    residual_scale2,
+    columns,
+    columns_complete,
+    contacts,
+    proxy_positions,
+    proxy_predictions,
+    bvh,
+    bvh_points,
+    touching,
+    friction,
+    newton_failure,
+    residual
+});
 
-    fn clone_from(&mut self, source: &Self) {
+impl Workspace {
+    /// The part of `source` a later step reads, into `self` (its buffers reused): a world
+    /// snapshot's copy (`super::snapshot`). The rest is scratch that every step writes before
+    /// it reads it; for a sleeping body, which the step skips, nothing of it is read either
+    /// (detection skips pairs with a sleeping body, and its BVH is fitted again when it wakes).
+    pub(crate) fn copy_state_from(&mut self, source: &Self) {
         let Self {
-            y,
-            x_start,
-            v_start,
-            contributions,
+            y: _,
+            x_start: _,
+            v_start: _,
+            contributions: _,
             frames,
-            start_stretches,
-            b,
-            x_free,
-            defect,
-            b_prev,
-            b_before,
-            anderson,
+            start_stretches: _,
+            b: _,
+            x_free: _,
+            defect: _,
+            b_prev: _,
+            b_before: _,
+            anderson: _,
             residual2,
             residual_scale2,
             columns,
             columns_complete,
             contacts,
-            proxy_positions,
-            proxy_predictions,
-            bvh,
-            bvh_points,
+            proxy_positions: _,
+            proxy_predictions: _,
+            bvh: _,
+            bvh_points: _,
             touching,
             friction,
             newton_failure,
-            residual,
+            residual: _,
         } = source;
-        self.y.clone_from(y);
-        self.x_start.clone_from(x_start);
-        self.v_start.clone_from(v_start);
-        self.contributions.clone_from(contributions);
         self.frames.clone_from(frames);
-        self.start_stretches.clone_from(start_stretches);
-        self.b.clone_from(b);
-        self.x_free.clone_from(x_free);
-        self.defect.clone_from(defect);
-        self.b_prev.clone_from(b_prev);
-        self.b_before.clone_from(b_before);
-        self.anderson.clone_from(anderson);
         self.residual2 = *residual2;
         self.residual_scale2 = *residual_scale2;
         self.columns.clone_from(columns);
         self.columns_complete = *columns_complete;
         self.contacts.clone_from(contacts);
-        self.proxy_positions.clone_from(proxy_positions);
-        self.proxy_predictions.clone_from(proxy_predictions);
-        self.bvh.clone_from(bvh);
-        self.bvh_points.clone_from(bvh_points);
         self.touching.clone_from(touching);
         self.friction.clone_from(friction);
         self.newton_failure.clone_from(newton_failure);
-        self.residual.clone_from(residual);
     }
 }

@@ -201,6 +201,50 @@ pub(crate) struct DualState {
     pub(super) lambda_kept: Vec<f64>,
 }
 
+impl DualState {
+    /// What a later step reads of `source`, into `self` (buffers reused): the kept `S`, its
+    /// rows' keys and the dense LCP's factor, which a later step solves with again where its
+    /// rows come back, and the last multipliers that warm-start it. A world snapshot's copy.
+    fn copy_carried_from(&mut self, source: &Self) {
+        let Self {
+            lambda_prev,
+            s,
+            upper: _,
+            blocks: _,
+            cursor: _,
+            body_entries: _,
+            q: _,
+            delta: _,
+            touched: _,
+            entries: _,
+            lcp,
+            keys,
+            order,
+            keys_next: _,
+            order_next: _,
+            kept_of: _,
+            q_kept: _,
+            lambda_kept: _,
+        } = source;
+        self.lambda_prev.clone_from(lambda_prev);
+        self.s.clone_from(s);
+        self.lcp.clone_from(lcp);
+        self.keys.clone_from(keys);
+        self.order.clone_from(order);
+    }
+}
+
+impl Island {
+    /// What of `source` a later step reads, into `self` (buffers reused): the contact
+    /// subspace's kept matrix and factor and the MPRGP's norm estimate, which carry from step
+    /// to step in the island's slot; everything else an island holds is written by the step
+    /// before it is read. A world snapshot's copy (`crate::sim::world::snapshot`).
+    pub(crate) fn copy_carried_from(&mut self, source: &Self) {
+        self.dual.copy_carried_from(&source.dual);
+        self.mprgp.copy_warm_start_from(&source.mprgp);
+    }
+}
+
 impl Island {
     /// The body and free vertex of island unknown `u`.
     fn owner(&self, layout: Layout<'_>, u: u32) -> (usize, u32) {

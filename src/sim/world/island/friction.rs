@@ -68,7 +68,7 @@ const CARRY_NORMAL_COS: f64 = 0.9;
 
 /// The contact forces a step ends with, for the next step to start from: its friction and
 /// the normal forces of its contacts.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct ContactMemory {
     /// Per friction group (keyed as [`FrictionGroup::key`]): its total force (N).
     groups: Vec<((u32, u32), Vec3)>,
@@ -78,6 +78,12 @@ pub(crate) struct ContactMemory {
     /// Per contact that pushed, sorted by key: its normal force `lambda` (N) and its normal.
     normal_forces: Vec<(ContactKey, f64, Vec3)>,
 }
+
+clone_by_field!(ContactMemory {
+    groups,
+    locals,
+    normal_forces
+});
 
 impl ContactMemory {
     /// Forgets everything (body indices changed, or a new step's memory begins).

@@ -50,6 +50,26 @@ pub(crate) struct StepState {
 }
 
 impl StepState {
+    /// What of `source` a later step reads, into `self` (buffers reused): the contact memory,
+    /// the wake pass's record, the coupled rigid bodies' state and what each island slot
+    /// carries ([`Island::copy_carried_from`]); the rest is rebuilt by every step (a world
+    /// snapshot's copy, `crate::sim::world::snapshot`).
+    pub fn copy_state_from(&mut self, source: &Self) {
+        // Every slot: one the step does not use now keeps its state for when it does. A slot
+        // `source` has not had yet is a new one's.
+        if self.islands.len() < source.islands.len() {
+            self.islands
+                .resize_with(source.islands.len(), Island::default);
+        }
+        let fresh = Island::default();
+        for (k, island) in self.islands.iter_mut().enumerate() {
+            island.copy_carried_from(source.islands.get(k).unwrap_or(&fresh));
+        }
+        self.contact_memory.clone_from(&source.contact_memory);
+        self.sleep.clone_from(&source.sleep);
+        self.coupling.clone_from(&source.coupling);
+    }
+
     /// Island `id` of the last step with the layout of its unknowns (for the island's tests).
     #[cfg(test)]
     pub(crate) fn island(&self, id: usize) -> (&Island, Layout<'_>) {

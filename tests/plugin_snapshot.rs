@@ -36,15 +36,20 @@ fn both(app: &App, bodies: [Entity; 2]) -> Vec<sim::Vec3> {
 fn a_rolled_back_world_re_simulates_the_same_frames() {
     let (mut app, bodies) = scene();
     let snapshot = app.world().resource::<DeformableWorld>().snapshot();
+    let log = |app: &App| app.world().resource::<MessageLog>().0.clone();
+    let before = log(&app).len();
     let first: Vec<_> = (0..40)
         .map(|_| {
             app.update();
             both(&app, bodies)
         })
         .collect();
-    // The bodies moved and met in the window.
+    let first_messages = log(&app)[before..].to_vec();
+    // The bodies moved and met in the window, and touched the floor.
     assert!(first[0] != first[39]);
+    assert!(first_messages.iter().any(|m| m.starts_with("started")));
     restore(&mut app, &snapshot).unwrap();
+    let before = log(&app).len();
     for (frame, expected) in first.iter().enumerate() {
         app.update();
         assert!(
@@ -52,6 +57,8 @@ fn a_rolled_back_world_re_simulates_the_same_frames() {
             "frame {frame} after the rollback differs"
         );
     }
+    // The same contact messages again: the restore put back what each body touched.
+    assert_eq!(log(&app)[before..], first_messages[..]);
 }
 
 #[test]

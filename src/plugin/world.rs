@@ -77,8 +77,9 @@ pub struct DeformableSnapshot {
     bodies: Vec<(Entity, BodyHandle)>,
     /// The obstacle entities and their handles, sorted by entity.
     obstacles: Vec<(Entity, ObstacleHandle)>,
-    /// The obstacles each body touched (for the contact messages).
-    contacts: HashMap<Entity, Vec<Entity>>,
+    /// `(body, obstacle)` for each obstacle each body touched (for the contact messages),
+    /// sorted: a flat list, so that a snapshot taken into a kept one allocates nothing.
+    contacts: Vec<(Entity, Entity)>,
 }
 
 /// Why [`DeformableWorld::restore`] refused a snapshot (the world is left as it was).
@@ -112,12 +113,19 @@ impl DeformableWorld {
         snapshot
     }
 
-    /// [`DeformableWorld::snapshot`] into `snapshot` (see [`SoftWorld::snapshot_into`]).
+    /// [`DeformableWorld::snapshot`] into `snapshot`, reusing its buffers (see
+    /// [`SoftWorld::snapshot_into`]; the entity lists are flat, so once warm nothing allocates).
     pub fn snapshot_into(&self, snapshot: &mut DeformableSnapshot) {
         self.world.snapshot_into(&mut snapshot.world);
         sorted_entries(&self.body_of, &mut snapshot.bodies);
         sorted_entries(&self.obstacle_of, &mut snapshot.obstacles);
-        snapshot.contacts.clone_from(&self.contacts);
+        snapshot.contacts.clear();
+        for (&body, touched) in &self.contacts {
+            snapshot
+                .contacts
+                .extend(touched.iter().map(|&obstacle| (body, obstacle)));
+        }
+        snapshot.contacts.sort_unstable();
     }
 
     /// What a saved game needs of the simulation now: its bodies in stepping order (see
@@ -167,7 +175,11 @@ impl DeformableWorld {
             return Err(self.entities_changed_since(snapshot));
         }
         self.world.restore(&snapshot.world)?;
-        self.contacts.clone_from(&snapshot.contacts);
+        // Into the lists the bodies have (a body without one in the snapshot touched nothing).
+        self.contacts.values_mut().for_each(Vec::clear);
+        for &(body, obstacle) in &snapshot.contacts {
+            self.contacts.entry(body).or_default().push(obstacle);
+        }
         Ok(())
     }
 

@@ -8,6 +8,7 @@
 //! | [`mesh`] | [`TetMesh`]: rest geometry, validation, boundary surface, lattice builders |
 //! | [`mesh_io`] | TetGen `.node`/`.ele`, Gmsh `.msh` and Wavefront `.obj` readers |
 //! | [`surface`] | closed triangle surfaces and the tet cage that encloses them |
+//! | [`cloth`] | triangle-mesh cloth stepped on its own by prefactored PD (not in the world yet) |
 //! | [`embed`] | points carried by a tet mesh with barycentric weights (render meshes, the grab) |
 //! | [`material`] | [`MaterialParams`] and its Lame parameters |
 //! | [`math`] | the `f64` vector and matrix types |
@@ -37,6 +38,7 @@
 
 #[macro_use]
 mod clone_by_field;
+pub mod cloth;
 pub mod contact;
 pub mod embed;
 pub mod fem;

@@ -1,0 +1,526 @@
+//! [`ClothSystem`]: one cloth stepped by Projective Dynamics (Bouaziz et al. 2014) with a
+//! constant, prefactored matrix: implicit Euler, a local step per triangle
+//! ([`super::membrane`]) and a global solve through the Cholesky factor of
+//! `M / h^2 + sum_t w_t G_t' G_t + k_b Q` over the free vertices, `Q` the quadratic bending
+//! matrix ([`super::bending`]). Pinned vertices are not unknowns: they sit at their targets,
+//! and their terms move to the right-hand side.
+//!
+//! Per step: the velocity damping and the external forces (gravity, and aerodynamic drag on
+//! each triangle along its normal, from its velocity relative to the wind) give the inertial
+//! prediction `y = x + h v + h^2 M^-1 f`; a fixed number of local/global iterations from `y`;
+//! then `v = (x_new - x) / h`. Contact is not part of this system yet.
+
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use super::bending::{bending_energy, hinge_weights};
+use super::membrane::{RestTriangle, compose, svd32};
+use super::mesh::{ClothMesh, ClothMeshError};
+use crate::sim::math::Vec3;
+use crate::sim::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
+
+/// What a cloth is made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClothMaterial {
+    /// Mass per area (kg/m^2).
+    pub density: f64,
+    /// In-plane stiffness (N/m): the as-rigid-as-possible weight per rest area.
+    pub stretch_stiffness: f64,
+    /// Bending stiffness (N m) of the quadratic bending model.
+    pub bend_stiffness: f64,
+    /// Strain limits `(min, max)`: each triangle's principal stretches are held within them by
+    /// [`ClothMaterial::limit_stiffness`] (no force inside); `None` for no limit.
+    pub strain_limits: Option<(f64, f64)>,
+    /// Stiffness of the strain limits (N/m), acting beyond them.
+    pub limit_stiffness: f64,
+    /// Velocity damping (1/s): velocities decay as `1 / (1 + damping h)` per step besides the
+    /// forces.
+    pub damping: f64,
+    /// Aerodynamic drag (kg/(m^2 s)): per area, the force along the normal per m/s of normal
+    /// velocity relative to the wind.
+    pub drag: f64,
+}
+
+impl ClothMaterial {
+    /// Cotton: 0.15 kg/m^2, 1,000 N/m in plane with 2,000 N/m more beyond 10 % stretch or
+    /// compression, soft to bend.
+    pub const COTTON: Self = Self {
+        density: 0.15,
+        stretch_stiffness: 1.0e3,
+        bend_stiffness: 1.0e-5,
+        strain_limits: Some((0.9, 1.1)),
+        limit_stiffness: 2.0e3,
+        damping: 0.2,
+        drag: 0.5,
+    };
+
+    /// Checks every value (see [`ClothError::InvalidMaterial`]).
+    fn check(&self) -> Result<(), ClothError> {
+        let bad = |what: &'static str, value: f64| Err(ClothError::InvalidMaterial { what, value });
+        if !(self.density > 0.0 && self.density.is_finite()) {
+            return bad("density", self.density);
+        }
+        if !(self.stretch_stiffness > 0.0 && self.stretch_stiffness.is_finite()) {
+            return bad("stretch_stiffness", self.stretch_stiffness);
+        }
+        for (what, value) in [
+            ("bend_stiffness", self.bend_stiffness),
+            ("limit_stiffness", self.limit_stiffness),
+            ("damping", self.damping),
+            ("drag", self.drag),
+        ] {
+            if !(value >= 0.0 && value.is_finite()) {
+                return bad(what, value);
+            }
+        }
+        if let Some((min, max)) = self.strain_limits {
+            if !(0.0..=1.0).contains(&min) {
+                return bad("strain_limits.min", min);
+            }
+            if !(max >= 1.0 && max.is_finite()) {
+                return bad("strain_limits.max", max);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a [`ClothSystem`] refused an input, or a step.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ClothError {
+    /// The mesh is refused.
+    #[error(transparent)]
+    Mesh(#[from] ClothMeshError),
+    /// A material value is out of range (NaN included).
+    #[error("cloth material: {what} = {value} is out of range")]
+    InvalidMaterial {
+        /// The field.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// The time step is not positive and finite.
+    #[error("time step {0} s is not positive and finite")]
+    InvalidTimeStep(f64),
+    /// A pin names a vertex that does not exist.
+    #[error("pin on vertex {vertex}, of {vertices}")]
+    PinOutOfRange {
+        /// The vertex.
+        vertex: usize,
+        /// The number of vertices.
+        vertices: usize,
+    },
+    /// A position or force given is NaN or infinite.
+    #[error("{0} is not finite")]
+    NonFinite(&'static str),
+    /// Every vertex is pinned, or the matrix did not factor.
+    #[error("cloth matrix: {0}")]
+    Factorization(String),
+    /// The step produced non-finite positions; the cloth was put back where it was.
+    #[error("the step went unstable; the cloth is back at its last state")]
+    Unstable,
+}
+
+impl From<FactorError> for ClothError {
+    fn from(e: FactorError) -> Self {
+        Self::Factorization(e.to_string())
+    }
+}
+
+/// Not an unknown (a pinned vertex).
+const PINNED: u32 = u32::MAX;
+
+/// One cloth and its prefactored PD system (see the module docs).
+#[derive(Debug)]
+pub struct ClothSystem {
+    mesh: Arc<ClothMesh>,
+    material: ClothMaterial,
+    h: f64,
+    /// Local/global iterations per step (at least 1).
+    pub iterations: usize,
+    rest: Vec<RestTriangle>,
+    hinge_weights: Vec<([f64; 4], f64)>,
+    /// Mass per vertex (kg).
+    mass: Vec<f64>,
+    /// Per vertex: its unknown, or [`PINNED`].
+    unknown_of: Vec<u32>,
+    /// Per unknown: its vertex.
+    free: Vec<u32>,
+    /// `(unknown, pinned vertex, coefficient)`: the matrix terms coupling an unknown to a pin.
+    pinned_terms: Vec<(u32, u32, f64)>,
+    targets: Vec<Vec3>,
+    factor: SparseCholesky,
+    x: Vec<Vec3>,
+    v: Vec<Vec3>,
+    /// Scratch: the inertial prediction (all vertices) and the right-hand side (unknowns).
+    y: Vec<Vec3>,
+    rhs: Vec<Vec3>,
+    force: Vec<Vec3>,
+}
+
+impl ClothSystem {
+    /// A cloth of `mesh`, at rest where the mesh is, stepped by `h` (s), nothing pinned.
+    ///
+    /// # Errors
+    /// [`ClothError::InvalidMaterial`], [`ClothError::InvalidTimeStep`], or
+    /// [`ClothError::Factorization`].
+    pub fn new(mesh: Arc<ClothMesh>, material: ClothMaterial, h: f64) -> Result<Self, ClothError> {
+        material.check()?;
+        if !(h > 0.0 && h.is_finite()) {
+            return Err(ClothError::InvalidTimeStep(h));
+        }
+        let p = mesh.rest_positions();
+        let rest: Vec<RestTriangle> = mesh
+            .triangles()
+            .iter()
+            .map(|t| RestTriangle::new(p[t[0] as usize], p[t[1] as usize], p[t[2] as usize]))
+            .collect();
+        let mut mass = vec![0.0; p.len()];
+        for (t, r) in mesh.triangles().iter().zip(&rest) {
+            t.iter()
+                .for_each(|&v| mass[v as usize] += material.density * r.area / 3.0);
+        }
+        let hinge_weights: Vec<([f64; 4], f64)> =
+            mesh.hinges().iter().map(|&h| hinge_weights(p, h)).collect();
+        let n = p.len();
+        let assembled = assemble(
+            &mesh,
+            &rest,
+            &hinge_weights,
+            &mass,
+            &material,
+            h,
+            &vec![false; n],
+        )?;
+        Ok(Self {
+            material,
+            h,
+            iterations: 10,
+            rest,
+            hinge_weights,
+            mass,
+            unknown_of: assembled.unknown_of,
+            free: assembled.free,
+            pinned_terms: assembled.pinned_terms,
+            targets: vec![Vec3::zeros(); n],
+            factor: assembled.factor,
+            x: p.to_vec(),
+            v: vec![Vec3::zeros(); n],
+            y: vec![Vec3::zeros(); n],
+            rhs: vec![Vec3::zeros(); n],
+            force: vec![Vec3::zeros(); n],
+            mesh,
+        })
+    }
+
+    /// Pins `vertex` at `target` (m), or frees it (`None`); the matrix is factored again.
+    ///
+    /// # Errors
+    /// [`ClothError::PinOutOfRange`], [`ClothError::NonFinite`] for a target, or
+    /// [`ClothError::Factorization`] (every vertex pinned); the system is then unchanged.
+    pub fn pin(&mut self, vertex: usize, target: Option<Vec3>) -> Result<(), ClothError> {
+        let vertices = self.x.len();
+        if vertex >= vertices {
+            return Err(ClothError::PinOutOfRange { vertex, vertices });
+        }
+        if target.is_some_and(|t| !t.iter().all(|c| c.is_finite())) {
+            return Err(ClothError::NonFinite("pin target"));
+        }
+        let mut pinned: Vec<bool> = self.unknown_of.iter().map(|&u| u == PINNED).collect();
+        pinned[vertex] = target.is_some();
+        self.build(&pinned)?;
+        if let Some(t) = target {
+            self.targets[vertex] = t;
+            self.x[vertex] = t;
+            self.v[vertex] = Vec3::zeros();
+        }
+        Ok(())
+    }
+
+    /// Moves a pinned vertex's target (m); a free vertex's is kept for when it is pinned.
+    ///
+    /// # Errors
+    /// [`ClothError::PinOutOfRange`] or [`ClothError::NonFinite`].
+    pub fn set_pin_target(&mut self, vertex: usize, target: Vec3) -> Result<(), ClothError> {
+        let vertices = self.x.len();
+        if vertex >= vertices {
+            return Err(ClothError::PinOutOfRange { vertex, vertices });
+        }
+        if !target.iter().all(|c| c.is_finite()) {
+            return Err(ClothError::NonFinite("pin target"));
+        }
+        self.targets[vertex] = target;
+        Ok(())
+    }
+
+    /// The matrix and its factor for the pins `pinned`; `self` unchanged on an error.
+    fn build(&mut self, pinned: &[bool]) -> Result<(), ClothError> {
+        let assembled = assemble(
+            &self.mesh,
+            &self.rest,
+            &self.hinge_weights,
+            &self.mass,
+            &self.material,
+            self.h,
+            pinned,
+        )?;
+        self.rhs.resize(assembled.free.len(), Vec3::zeros());
+        self.unknown_of = assembled.unknown_of;
+        self.free = assembled.free;
+        self.pinned_terms = assembled.pinned_terms;
+        self.factor = assembled.factor;
+        Ok(())
+    }
+
+    /// Advances the cloth by one step under `gravity` (m/s^2) in the `wind` (m/s).
+    ///
+    /// # Errors
+    /// [`ClothError::NonFinite`] for gravity or wind (nothing moves), or
+    /// [`ClothError::Unstable`] where the step produced non-finite positions (the cloth is
+    /// put back where it was, at rest).
+    pub fn step(&mut self, gravity: Vec3, wind: Vec3) -> Result<(), ClothError> {
+        if !gravity.iter().chain(wind.iter()).all(|c| c.is_finite()) {
+            return Err(ClothError::NonFinite("gravity or wind"));
+        }
+        let h = self.h;
+        let damping = 1.0 / (1.0 + self.material.damping * h);
+        self.v.iter_mut().for_each(|v| *v *= damping);
+        self.external_forces(gravity, wind);
+        let start = self.x.clone();
+        for (v, (&u, y)) in self.unknown_of.iter().zip(self.y.iter_mut()).enumerate() {
+            *y = if u == PINNED {
+                self.targets[v]
+            } else {
+                self.x[v] + h * self.v[v] + (h * h / self.mass[v]) * self.force[v]
+            };
+        }
+        self.x.copy_from_slice(&self.y);
+        for _ in 0..self.iterations.max(1) {
+            self.iterate();
+        }
+        if !self.x.iter().all(|p| p.iter().all(|c| c.is_finite())) {
+            self.x = start;
+            self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
+            return Err(ClothError::Unstable);
+        }
+        for ((v, x), x0) in self.v.iter_mut().zip(&self.x).zip(&start) {
+            *v = (x - x0) / h;
+        }
+        Ok(())
+    }
+
+    /// Gravity and drag per vertex (N), into `force`.
+    fn external_forces(&mut self, gravity: Vec3, wind: Vec3) {
+        for (f, &m) in self.force.iter_mut().zip(&self.mass) {
+            *f = m * gravity;
+        }
+        if self.material.drag == 0.0 {
+            return;
+        }
+        for t in self.mesh.triangles() {
+            let [a, b, c] = t.map(|v| v as usize);
+            let normal2 = (self.x[b] - self.x[a]).cross(&(self.x[c] - self.x[a]));
+            let area2 = normal2.norm();
+            if area2 <= 0.0 {
+                continue;
+            }
+            let n = normal2 / area2;
+            let velocity = (self.v[a] + self.v[b] + self.v[c]) / 3.0;
+            let f = n * (self.material.drag * 0.5 * area2 * (wind - velocity).dot(&n) / 3.0);
+            for v in [a, b, c] {
+                self.force[v] += f;
+            }
+        }
+    }
+
+    /// One local/global iteration from `x`.
+    fn iterate(&mut self) {
+        let h2 = self.h * self.h;
+        for (r, &v) in self.rhs.iter_mut().zip(&self.free) {
+            *r = self.y[v as usize] * (self.mass[v as usize] / h2);
+        }
+        let m = &self.material;
+        for (t, rest) in self.mesh.triangles().iter().zip(&self.rest) {
+            let f = rest.gradient(&self.x, *t);
+            let (u, s, v) = svd32(f);
+            let mut p = compose(u, [1.0, 1.0], v);
+            p = [p[0] * m.stretch_stiffness, p[1] * m.stretch_stiffness];
+            if let Some((min, max)) = m.strain_limits {
+                let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
+                p[0] += limited[0] * m.limit_stiffness;
+                p[1] += limited[1] * m.limit_stiffness;
+            }
+            for (&vertex, g) in t.iter().zip(&rest.grads) {
+                let u = self.unknown_of[vertex as usize];
+                if u != PINNED {
+                    self.rhs[u as usize] += (p[0] * g[0] + p[1] * g[1]) * rest.area;
+                }
+            }
+        }
+        for &(u, v, c) in &self.pinned_terms {
+            self.rhs[u as usize] -= self.targets[v as usize] * c;
+        }
+        self.factor.solve_in_place(&mut self.rhs);
+        for (r, &v) in self.rhs.iter().zip(&self.free) {
+            self.x[v as usize] = *r;
+        }
+    }
+
+    /// Positions (m).
+    pub fn positions(&self) -> &[Vec3] {
+        &self.x
+    }
+
+    /// Velocities (m/s).
+    pub fn velocities(&self) -> &[Vec3] {
+        &self.v
+    }
+
+    /// The mesh.
+    pub fn mesh(&self) -> &ClothMesh {
+        &self.mesh
+    }
+
+    /// Mass per vertex (kg).
+    pub fn masses(&self) -> &[f64] {
+        &self.mass
+    }
+
+    /// The elastic energy (J) at the current positions: the in-plane terms at their
+    /// projections, the strain limits' beyond them, and the bending energy.
+    pub fn elastic_energy(&self) -> f64 {
+        let m = &self.material;
+        let mut e = 0.0;
+        for (t, rest) in self.mesh.triangles().iter().zip(&self.rest) {
+            let f = rest.gradient(&self.x, *t);
+            let (u, s, v) = svd32(f);
+            let dist2 = |p: [Vec3; 2]| (f[0] - p[0]).norm_squared() + (f[1] - p[1]).norm_squared();
+            e += 0.5 * m.stretch_stiffness * rest.area * dist2(compose(u, [1.0, 1.0], v));
+            if let Some((min, max)) = m.strain_limits {
+                let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
+                e += 0.5 * m.limit_stiffness * rest.area * dist2(limited);
+            }
+        }
+        e + bending_energy(
+            &self.x,
+            self.mesh.hinges(),
+            &self.hinge_weights,
+            m.bend_stiffness,
+        )
+    }
+
+    /// The largest and smallest principal stretch of any triangle now.
+    pub fn stretch_range(&self) -> (f64, f64) {
+        self.mesh
+            .triangles()
+            .iter()
+            .zip(&self.rest)
+            .map(|(t, rest)| svd32(rest.gradient(&self.x, *t)).1)
+            .fold((0.0f64, f64::INFINITY), |(hi, lo), s| {
+                (hi.max(s[0]), lo.min(s[1]))
+            })
+    }
+}
+
+/// The unknowns and the factored matrix of a cloth with the pins `pinned`.
+struct Assembled {
+    unknown_of: Vec<u32>,
+    free: Vec<u32>,
+    pinned_terms: Vec<(u32, u32, f64)>,
+    factor: SparseCholesky,
+}
+
+/// `M / h^2 + sum_t w_t G_t' G_t + k_b Q` over the free vertices of `pinned`, factored, and the
+/// terms that couple them to the pins.
+fn assemble(
+    mesh: &ClothMesh,
+    rest: &[RestTriangle],
+    hinge_weights: &[([f64; 4], f64)],
+    mass: &[f64],
+    material: &ClothMaterial,
+    h: f64,
+    pinned: &[bool],
+) -> Result<Assembled, ClothError> {
+    let mut unknown_of = vec![PINNED; pinned.len()];
+    let mut free = Vec::new();
+    for (v, &p) in pinned.iter().enumerate() {
+        if !p {
+            unknown_of[v] = free.len() as u32;
+            free.push(v as u32);
+        }
+    }
+    if free.is_empty() {
+        return Err(ClothError::Factorization("every vertex is pinned".into()));
+    }
+    let tris = mesh.triangles();
+    let hinges = mesh.hinges();
+    let pairs = tris
+        .iter()
+        .flat_map(|t| [(t[0], t[1]), (t[1], t[2]), (t[0], t[2])])
+        .chain(hinges.iter().flat_map(|h| {
+            [
+                (h[0], h[1]),
+                (h[0], h[2]),
+                (h[0], h[3]),
+                (h[1], h[2]),
+                (h[1], h[3]),
+                (h[2], h[3]),
+            ]
+        }))
+        .filter_map(|(a, b)| {
+            let (ua, ub) = (unknown_of[a as usize], unknown_of[b as usize]);
+            (ua != PINNED && ub != PINNED).then_some((ua, ub))
+        });
+    let mut matrix = SymmetricMatrix::from_pairs(free.len(), pairs);
+    let mut pinned_terms = Vec::new();
+    let h2 = h * h;
+    for (u, &v) in free.iter().enumerate() {
+        let slot = matrix.diag_slot(u);
+        matrix.values_mut()[slot] += mass[v as usize] / h2;
+    }
+    let mut add = |a: u32, b: u32, c: f64, matrix: &mut SymmetricMatrix| {
+        let (ua, ub) = (unknown_of[a as usize], unknown_of[b as usize]);
+        match (ua != PINNED, ub != PINNED) {
+            (true, true) => {
+                let slot = matrix
+                    .slot(ua as usize, ub as usize)
+                    .expect("in the pattern");
+                matrix.values_mut()[slot] += c;
+            }
+            (true, false) => pinned_terms.push((ua, b, c)),
+            _ => {}
+        }
+    };
+    let w_area = material.stretch_stiffness
+        + material
+            .strain_limits
+            .map_or(0.0, |_| material.limit_stiffness);
+    for (t, r) in tris.iter().zip(rest) {
+        let w = w_area * r.area;
+        for a in 0..3 {
+            for b in 0..3 {
+                let g = r.grads[a][0] * r.grads[b][0] + r.grads[a][1] * r.grads[b][1];
+                add(t[a], t[b], w * g, &mut matrix);
+            }
+        }
+    }
+    let k = material.bend_stiffness;
+    if k > 0.0 {
+        for (hinge, (q, scale)) in hinges.iter().zip(hinge_weights) {
+            for a in 0..4 {
+                for b in 0..4 {
+                    add(hinge[a], hinge[b], k * scale * q[a] * q[b], &mut matrix);
+                }
+            }
+        }
+    }
+    let mut factor = SparseCholesky::analyse(&matrix)?;
+    factor.factorize(&matrix)?;
+    Ok(Assembled {
+        unknown_of,
+        free,
+        pinned_terms,
+        factor,
+    })
+}

@@ -1,0 +1,225 @@
+//! Cloth stepped on its own (`sim::cloth`): a sheet hanging from two corners comes to rest
+//! within its strain limit with its pins in place and its energy never growing at rest; a
+//! stiffer cloth bends less under its weight; wind blows a flag downwind; bad input is refused.
+
+use std::sync::Arc;
+
+use bevy_deformable::sim::Vec3;
+use bevy_deformable::sim::cloth::{ClothError, ClothMaterial, ClothMesh, ClothSystem};
+
+const DT: f64 = 1.0 / 60.0;
+const GRAVITY: Vec3 = Vec3::new(0.0, -9.81, 0.0);
+
+/// The vertices of `mesh` at its rest position's extreme along `axis` (largest if `high`).
+fn edge(mesh: &ClothMesh, axis: usize, high: bool) -> Vec<usize> {
+    let p = mesh.rest_positions();
+    let key = |v: &Vec3| if high { v[axis] } else { -v[axis] };
+    let extreme = p.iter().map(key).fold(f64::NEG_INFINITY, f64::max);
+    (0..p.len())
+        .filter(|&v| (key(&p[v]) - extreme).abs() < 1e-12)
+        .collect()
+}
+
+fn pin_all(cloth: &mut ClothSystem, vertices: &[usize]) {
+    for &v in vertices {
+        let at = cloth.positions()[v];
+        cloth.pin(v, Some(at)).unwrap();
+    }
+}
+
+/// Kinetic plus gravitational plus elastic energy (J).
+fn energy(cloth: &ClothSystem) -> f64 {
+    let kinetic: f64 = cloth
+        .velocities()
+        .iter()
+        .zip(cloth.masses())
+        .map(|(v, m)| 0.5 * m * v.norm_squared())
+        .sum();
+    let potential: f64 = cloth
+        .positions()
+        .iter()
+        .zip(cloth.masses())
+        .map(|(p, m)| -m * GRAVITY.dot(p))
+        .sum();
+    kinetic + potential + cloth.elastic_energy()
+}
+
+#[test]
+fn a_sheet_hung_by_two_corners_comes_to_rest_within_its_strain_limit() {
+    let mesh = Arc::new(ClothMesh::rectangle(1.0, 1.0, 12, 12).unwrap());
+    let mut cloth = ClothSystem::new(mesh.clone(), ClothMaterial::COTTON, DT).unwrap();
+    // The two corners of the edge at the largest z.
+    let corners: Vec<usize> = edge(&mesh, 2, true)
+        .into_iter()
+        .filter(|&v| mesh.rest_positions()[v].x.abs() > 0.49)
+        .collect();
+    assert_eq!(corners.len(), 2);
+    pin_all(&mut cloth, &corners);
+    let targets: Vec<Vec3> = corners.iter().map(|&v| cloth.positions()[v]).collect();
+    let mut energies = Vec::new();
+    for step in 0..600 {
+        cloth.step(GRAVITY, Vec3::zeros()).unwrap();
+        for (&v, t) in corners.iter().zip(&targets) {
+            assert_eq!(cloth.positions()[v], *t, "pin {v} moved at step {step}");
+        }
+        if step >= 480 {
+            energies.push(energy(&cloth));
+        }
+    }
+    // It fell and hangs: its lowest point well below the pins.
+    let lowest = cloth
+        .positions()
+        .iter()
+        .map(|p| p.y)
+        .fold(f64::MAX, f64::min);
+    assert!(lowest < -0.6, "lowest point {lowest} m");
+    let fastest = cloth
+        .velocities()
+        .iter()
+        .map(|v| v.norm())
+        .fold(0.0, f64::max);
+    assert!(fastest < 5e-3, "still moving at {fastest} m/s after 10 s");
+    let (stretch, _) = cloth.stretch_range();
+    assert!(stretch < 1.1 + 0.01, "stretched to {stretch} (limit 1.1)");
+    // At rest the energy does not grow: second by second over the last two seconds, and from
+    // step to step beyond what ten PD iterations leave of the implicit step, which is not
+    // monotone to round-off (1e-6 of its size; measured 1.5e-7 at most).
+    let seconds: Vec<f64> = energies.iter().step_by(60).copied().collect();
+    assert!(seconds.windows(2).all(|s| s[1] <= s[0]), "{seconds:?}");
+    for (k, pair) in energies.windows(2).enumerate() {
+        assert!(
+            pair[1] <= pair[0] + 1e-6 * pair[0].abs().max(1.0),
+            "energy grew at step {}: {} -> {}",
+            480 + k + 1,
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+#[test]
+fn a_stiffer_cloth_bends_less_under_its_weight() {
+    // A strip clamped along one short edge (two columns pinned): the free end droops.
+    let droop = |bend_stiffness: f64| {
+        let mesh = Arc::new(ClothMesh::rectangle(0.5, 0.1, 20, 4).unwrap());
+        let material = ClothMaterial {
+            bend_stiffness,
+            ..ClothMaterial::COTTON
+        };
+        let mut cloth = ClothSystem::new(mesh.clone(), material, DT).unwrap();
+        let step = 0.5 / 20.0;
+        let clamped: Vec<usize> = (0..mesh.vertex_count())
+            .filter(|&v| mesh.rest_positions()[v].x < -0.25 + 1.5 * step)
+            .collect();
+        pin_all(&mut cloth, &clamped);
+        for _ in 0..300 {
+            cloth.step(GRAVITY, Vec3::zeros()).unwrap();
+        }
+        let tip = edge(&mesh, 0, true);
+        -tip.iter().map(|&v| cloth.positions()[v].y).sum::<f64>() / tip.len() as f64
+    };
+    let (soft, stiff) = (droop(1e-5), droop(1e-1));
+    assert!(soft > 0.2, "the soft strip droops only {soft} m");
+    assert!(stiff < 0.5 * soft, "stiff {stiff} m against soft {soft} m");
+}
+
+#[test]
+fn wind_blows_a_flag_downwind() {
+    // A flag in the plane z = 0, pinned along its top edge; wind along +z.
+    let flat = ClothMesh::rectangle(0.6, 0.4, 12, 8).unwrap();
+    let upright: Vec<Vec3> = flat
+        .rest_positions()
+        .iter()
+        .map(|p| Vec3::new(p.x, -p.z, 0.0))
+        .collect();
+    let triangles: Vec<[usize; 3]> = flat
+        .triangles()
+        .iter()
+        .map(|t| t.map(|v| v as usize))
+        .collect();
+    let mesh = Arc::new(ClothMesh::new(upright, &triangles).unwrap());
+    let mean_z = |wind: Vec3| {
+        let mut cloth = ClothSystem::new(mesh.clone(), ClothMaterial::COTTON, DT).unwrap();
+        pin_all(&mut cloth, &edge(&mesh, 1, true));
+        for _ in 0..120 {
+            cloth.step(GRAVITY, wind).unwrap();
+        }
+        cloth.positions().iter().map(|p| p.z).sum::<f64>() / mesh.vertex_count() as f64
+    };
+    let calm = mean_z(Vec3::zeros());
+    let windy = mean_z(Vec3::new(0.0, 0.0, 8.0));
+    assert!(
+        calm.abs() < 1e-9,
+        "the calm flag moved off its plane: {calm} m"
+    );
+    assert!(windy > 0.05, "the wind moved the flag {windy} m");
+}
+
+#[test]
+fn bad_input_is_refused_and_the_cloth_kept() {
+    let mesh = Arc::new(ClothMesh::rectangle(1.0, 1.0, 2, 2).unwrap());
+    let bad = |material: ClothMaterial| ClothSystem::new(mesh.clone(), material, DT).err();
+    assert!(matches!(
+        bad(ClothMaterial {
+            density: 0.0,
+            ..ClothMaterial::COTTON
+        }),
+        Some(ClothError::InvalidMaterial {
+            what: "density",
+            ..
+        })
+    ));
+    assert!(matches!(
+        bad(ClothMaterial {
+            strain_limits: Some((1.2, 1.1)),
+            ..ClothMaterial::COTTON
+        }),
+        Some(ClothError::InvalidMaterial { .. })
+    ));
+    assert!(matches!(
+        bad(ClothMaterial {
+            bend_stiffness: f64::NAN,
+            ..ClothMaterial::COTTON
+        }),
+        Some(ClothError::InvalidMaterial {
+            what: "bend_stiffness",
+            ..
+        })
+    ));
+    assert_eq!(
+        ClothSystem::new(mesh.clone(), ClothMaterial::COTTON, 0.0).err(),
+        Some(ClothError::InvalidTimeStep(0.0))
+    );
+    let mut cloth = ClothSystem::new(mesh.clone(), ClothMaterial::COTTON, DT).unwrap();
+    assert_eq!(
+        cloth.pin(9, Some(Vec3::zeros())),
+        Err(ClothError::PinOutOfRange {
+            vertex: 9,
+            vertices: 9
+        })
+    );
+    assert_eq!(
+        cloth.pin(0, Some(Vec3::new(f64::NAN, 0.0, 0.0))),
+        Err(ClothError::NonFinite("pin target"))
+    );
+    for v in 0..8 {
+        cloth.pin(v, Some(mesh.rest_positions()[v])).unwrap();
+    }
+    assert!(matches!(
+        cloth.pin(8, Some(Vec3::zeros())),
+        Err(ClothError::Factorization(_))
+    ));
+    assert_eq!(
+        cloth.step(Vec3::new(0.0, f64::INFINITY, 0.0), Vec3::zeros()),
+        Err(ClothError::NonFinite("gravity or wind"))
+    );
+    // Still a cloth with one free vertex that falls.
+    cloth.step(GRAVITY, Vec3::zeros()).unwrap();
+    assert!(cloth.positions()[8].y < 0.0);
+    assert!(
+        cloth.positions()[..8]
+            .iter()
+            .zip(mesh.rest_positions())
+            .all(|(p, r)| p == r)
+    );
+}

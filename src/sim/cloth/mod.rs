@@ -11,15 +11,18 @@
 //!
 //! What it is not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own),
 //! in contact with anything, or drawn by the Bevy layer; the dihedral-angle bending model for
-//! pre-bent rest shapes is not in either. The local step runs triangle by triangle on one
-//! thread: a 32 x 32 cloth (1,089 vertices, pinned along an edge, in wind) steps in 2.0 ms and
-//! a 64 x 64 one in 9.1 ms at 1/60 s with ten iterations (one thread, this project's 2-core
-//! machine).
+//! pre-bent rest shapes is not in either. `cargo bench --bench cloth` (a flag pinned along an
+//! edge in wind, 1/60 s, ten iterations; one run): 32 x 32 cells (1,089 vertices) 2.09 ms a
+//! step on one thread and 1.84 on two, 64 x 64 (4,225) 9.6 and 7.0 ms. The local step runs
+//! its triangles in parallel; the solves through the factor, two triangular solves per
+//! iteration on one thread, are about a quarter of the profile, the closed-form SVDs about as
+//! much.
 //!
 //! The strain limits' stiffness is part of the prefactored matrix, so a stiffer limit holds
 //! the stretch closer but converges slower at a fixed iteration count: at 10 iterations a
-//! 1 m sheet hung by two corners with a 1e5 N/m limit still crept down 0.1 m a second after
-//! 10 s, where 1e3-1e4 N/m let it hang within 1-2 s ([`ClothMaterial::COTTON`] uses 2e3).
+//! 1 m sheet hung by two corners with a 1e5 N/m limit was still creeping down (2-6 cm a
+//! second) after 10 s, where 1e3 N/m let it hang within 2 s and 1e4 within about 4 s
+//! ([`ClothMaterial::COTTON`] uses 2e3).
 
 mod bending;
 mod membrane;

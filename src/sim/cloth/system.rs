@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use thiserror::Error;
 
 use super::bending::{bending_energy, hinge_weights};
@@ -131,6 +132,57 @@ impl From<FactorError> for ClothError {
 /// Not an unknown (a pinned vertex).
 const PINNED: u32 = u32::MAX;
 
+/// Triangles per parallel task of the local step.
+const TRIANGLES_PER_TASK: usize = 256;
+
+/// Per vertex, its corners in the mesh (`3 triangle + corner`), in mesh order.
+#[derive(Debug, Default)]
+struct Corners {
+    start: Vec<u32>,
+    corners: Vec<u32>,
+}
+
+impl Corners {
+    fn new(triangles: &[[u32; 3]], vertices: usize) -> Self {
+        let mut start = vec![0u32; vertices + 1];
+        for t in triangles {
+            t.iter().for_each(|&v| start[v as usize + 1] += 1);
+        }
+        for v in 0..vertices {
+            start[v + 1] += start[v];
+        }
+        let mut next = start.clone();
+        let mut corners = vec![0u32; 3 * triangles.len()];
+        for (k, t) in triangles.iter().enumerate() {
+            for (c, &v) in t.iter().enumerate() {
+                corners[next[v as usize] as usize] = (3 * k + c) as u32;
+                next[v as usize] += 1;
+            }
+        }
+        Self { start, corners }
+    }
+
+    fn of(&self, v: usize) -> &[u32] {
+        &self.corners[self.start[v] as usize..self.start[v + 1] as usize]
+    }
+}
+
+/// A triangle's right-hand-side terms on its three corners (N): `area P g_k`, `P` the
+/// stiffness-weighted as-rigid-as-possible and strain-limit targets of its deformation
+/// gradient at `x`.
+fn projection_forces(rest: &RestTriangle, x: &[Vec3], t: [u32; 3], m: &ClothMaterial) -> [Vec3; 3] {
+    let f = rest.gradient(x, t);
+    let (u, s, v) = svd32(f);
+    let mut p = compose(u, [1.0, 1.0], v);
+    p = [p[0] * m.stretch_stiffness, p[1] * m.stretch_stiffness];
+    if let Some((min, max)) = m.strain_limits {
+        let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
+        p[0] += limited[0] * m.limit_stiffness;
+        p[1] += limited[1] * m.limit_stiffness;
+    }
+    rest.grads.map(|g| (p[0] * g[0] + p[1] * g[1]) * rest.area)
+}
+
 /// One cloth and its prefactored PD system (see the module docs).
 #[derive(Debug)]
 pub struct ClothSystem {
@@ -143,7 +195,11 @@ pub struct ClothSystem {
     hinge_weights: Vec<([f64; 4], f64)>,
     /// Mass per vertex (kg).
     mass: Vec<f64>,
-    /// Per vertex: its unknown, or [`PINNED`].
+    /// Per vertex: whether it is pinned (as asked; the factor follows at the next step).
+    pinned: Vec<bool>,
+    /// Whether the pins changed since the matrix was factored.
+    rebuild: bool,
+    /// Per vertex: its unknown, or [`PINNED`] (as factored).
     unknown_of: Vec<u32>,
     /// Per unknown: its vertex.
     free: Vec<u32>,
@@ -157,6 +213,11 @@ pub struct ClothSystem {
     y: Vec<Vec3>,
     rhs: Vec<Vec3>,
     force: Vec<Vec3>,
+    /// Scratch: the positions at the step's start (m).
+    start: Vec<Vec3>,
+    /// Scratch: per triangle, its projection forces on its corners (the local step's output).
+    contributions: Vec<[Vec3; 3]>,
+    corners: Corners,
 }
 
 impl ClothSystem {
@@ -200,6 +261,8 @@ impl ClothSystem {
             rest,
             hinge_weights,
             mass,
+            pinned: vec![false; n],
+            rebuild: false,
             unknown_of: assembled.unknown_of,
             free: assembled.free,
             pinned_terms: assembled.pinned_terms,
@@ -210,15 +273,20 @@ impl ClothSystem {
             y: vec![Vec3::zeros(); n],
             rhs: vec![Vec3::zeros(); n],
             force: vec![Vec3::zeros(); n],
+            start: vec![Vec3::zeros(); n],
+            contributions: vec![[Vec3::zeros(); 3]; mesh.triangles().len()],
+            corners: Corners::new(mesh.triangles(), n),
             mesh,
         })
     }
 
-    /// Pins `vertex` at `target` (m), or frees it (`None`); the matrix is factored again.
+    /// Pins `vertex` at `target` (m), or frees it (`None`); the matrix is factored again
+    /// before the next step (once for any number of pins in between).
     ///
     /// # Errors
     /// [`ClothError::PinOutOfRange`], [`ClothError::NonFinite`] for a target, or
-    /// [`ClothError::Factorization`] (every vertex pinned); the system is then unchanged.
+    /// [`ClothError::Factorization`] where it would pin every vertex; the system is then
+    /// unchanged.
     pub fn pin(&mut self, vertex: usize, target: Option<Vec3>) -> Result<(), ClothError> {
         let vertices = self.x.len();
         if vertex >= vertices {
@@ -227,9 +295,15 @@ impl ClothSystem {
         if target.is_some_and(|t| !t.iter().all(|c| c.is_finite())) {
             return Err(ClothError::NonFinite("pin target"));
         }
-        let mut pinned: Vec<bool> = self.unknown_of.iter().map(|&u| u == PINNED).collect();
-        pinned[vertex] = target.is_some();
-        self.build(&pinned)?;
+        // The last free vertex cannot be pinned: nothing would be left to solve for.
+        let last_free = !self.pinned[vertex] && self.pinned.iter().filter(|&&p| !p).count() == 1;
+        if target.is_some() && last_free {
+            return Err(ClothError::Factorization("every vertex is pinned".into()));
+        }
+        if self.pinned[vertex] != target.is_some() {
+            self.pinned[vertex] = target.is_some();
+            self.rebuild = true;
+        }
         if let Some(t) = target {
             self.targets[vertex] = t;
             self.x[vertex] = t;
@@ -283,11 +357,18 @@ impl ClothSystem {
         if !gravity.iter().chain(wind.iter()).all(|c| c.is_finite()) {
             return Err(ClothError::NonFinite("gravity or wind"));
         }
+        if self.rebuild {
+            let pinned = std::mem::take(&mut self.pinned);
+            let built = self.build(&pinned);
+            self.pinned = pinned;
+            built?;
+            self.rebuild = false;
+        }
         let h = self.h;
         let damping = 1.0 / (1.0 + self.material.damping * h);
         self.v.iter_mut().for_each(|v| *v *= damping);
         self.external_forces(gravity, wind);
-        let start = self.x.clone();
+        self.start.copy_from_slice(&self.x);
         for (v, (&u, y)) in self.unknown_of.iter().zip(self.y.iter_mut()).enumerate() {
             *y = if u == PINNED {
                 self.targets[v]
@@ -300,11 +381,11 @@ impl ClothSystem {
             self.iterate();
         }
         if !self.x.iter().all(|p| p.iter().all(|c| c.is_finite())) {
-            self.x = start;
+            self.x.copy_from_slice(&self.start);
             self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
             return Err(ClothError::Unstable);
         }
-        for ((v, x), x0) in self.v.iter_mut().zip(&self.x).zip(&start) {
+        for ((v, x), x0) in self.v.iter_mut().zip(&self.x).zip(&self.start) {
             *v = (x - x0) / h;
         }
         Ok(())
@@ -336,28 +417,33 @@ impl ClothSystem {
 
     /// One local/global iteration from `x`.
     fn iterate(&mut self) {
-        let h2 = self.h * self.h;
-        for (r, &v) in self.rhs.iter_mut().zip(&self.free) {
-            *r = self.y[v as usize] * (self.mass[v as usize] / h2);
-        }
-        let m = &self.material;
-        for (t, rest) in self.mesh.triangles().iter().zip(&self.rest) {
-            let f = rest.gradient(&self.x, *t);
-            let (u, s, v) = svd32(f);
-            let mut p = compose(u, [1.0, 1.0], v);
-            p = [p[0] * m.stretch_stiffness, p[1] * m.stretch_stiffness];
-            if let Some((min, max)) = m.strain_limits {
-                let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
-                p[0] += limited[0] * m.limit_stiffness;
-                p[1] += limited[1] * m.limit_stiffness;
-            }
-            for (&vertex, g) in t.iter().zip(&rest.grads) {
-                let u = self.unknown_of[vertex as usize];
-                if u != PINNED {
-                    self.rhs[u as usize] += (p[0] * g[0] + p[1] * g[1]) * rest.area;
+        // The local step, triangles in parallel, then each unknown's right-hand side summed
+        // over its triangles in mesh order (the same sums on any number of threads).
+        let (x, material) = (&self.x, &self.material);
+        self.contributions
+            .par_chunks_mut(TRIANGLES_PER_TASK)
+            .zip(self.rest.par_chunks(TRIANGLES_PER_TASK))
+            .zip(self.mesh.triangles().par_chunks(TRIANGLES_PER_TASK))
+            .for_each(|((out, rest), triangles)| {
+                for ((o, r), t) in out.iter_mut().zip(rest).zip(triangles) {
+                    *o = projection_forces(r, x, *t, material);
                 }
-            }
-        }
+            });
+        let h2 = self.h * self.h;
+        let (y, mass, corners, contributions) =
+            (&self.y, &self.mass, &self.corners, &self.contributions);
+        self.rhs
+            .par_iter_mut()
+            .zip(self.free.par_iter())
+            .with_min_len(TRIANGLES_PER_TASK)
+            .for_each(|(r, &v)| {
+                let v = v as usize;
+                let mut sum = y[v] * (mass[v] / h2);
+                for &c in corners.of(v) {
+                    sum += contributions[c as usize / 3][c as usize % 3];
+                }
+                *r = sum;
+            });
         for &(u, v, c) in &self.pinned_terms {
             self.rhs[u as usize] -= self.targets[v as usize] * c;
         }
@@ -368,6 +454,7 @@ impl ClothSystem {
     }
 
     /// Positions (m).
+    #[inline]
     pub fn positions(&self) -> &[Vec3] {
         &self.x
     }

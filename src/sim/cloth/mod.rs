@@ -6,6 +6,7 @@
 //! | --- | --- |
 //! | `mesh.rs` | [`ClothMesh`]: a checked triangle mesh at rest and its hinges; the rectangle builder |
 //! | `membrane.rs` | in-plane elasticity: the triangles' 3 x 2 deformation gradients, their SVD, and the as-rigid-as-possible and strain-limit projections |
+//! | `springs.rs` | the mass-spring in-plane model: a PD spring per edge |
 //! | `bending.rs` | the quadratic bending model (a constant matrix per hinge) |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
 //!
@@ -27,9 +28,11 @@
 mod bending;
 mod membrane;
 mod mesh;
+mod springs;
 mod system;
 
 pub use bending::{bending_energy, hinge_weights};
 pub use membrane::{RestTriangle, compose, svd32};
 pub use mesh::{ClothMesh, ClothMeshError, Hinge};
-pub use system::{ClothError, ClothMaterial, ClothSystem};
+pub use springs::{RestEdge, rest_edges, spring_energy, spring_target};
+pub use system::{ClothError, ClothMaterial, ClothSystem, InPlaneModel};

@@ -18,15 +18,29 @@ use thiserror::Error;
 use super::bending::{bending_energy, hinge_weights};
 use super::membrane::{RestTriangle, compose, svd32};
 use super::mesh::{ClothMesh, ClothMeshError};
+use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
 use crate::sim::math::Vec3;
 use crate::sim::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
+
+/// How a cloth resists stretching in its plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InPlaneModel {
+    /// Each triangle pulled toward a rotation of its rest shape (`membrane.rs`).
+    #[default]
+    AsRigidAsPossible,
+    /// A spring along each mesh edge ([`super::spring_target`]).
+    MassSpring,
+}
 
 /// What a cloth is made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClothMaterial {
     /// Mass per area (kg/m^2).
     pub density: f64,
-    /// In-plane stiffness (N/m): the as-rigid-as-possible weight per rest area.
+    /// The in-plane model.
+    pub in_plane: InPlaneModel,
+    /// In-plane stiffness (N/m): the as-rigid-as-possible weight per rest area, or each edge
+    /// spring's constant ([`InPlaneModel::MassSpring`]).
     pub stretch_stiffness: f64,
     /// Bending stiffness (N m) of the quadratic bending model.
     pub bend_stiffness: f64,
@@ -48,6 +62,7 @@ impl ClothMaterial {
     /// compression, soft to bend.
     pub const COTTON: Self = Self {
         density: 0.15,
+        in_plane: InPlaneModel::AsRigidAsPossible,
         stretch_stiffness: 1.0e3,
         bend_stiffness: 1.0e-5,
         strain_limits: Some((0.9, 1.1)),
@@ -135,7 +150,8 @@ const PINNED: u32 = u32::MAX;
 /// Triangles per parallel task of the local step.
 const TRIANGLES_PER_TASK: usize = 256;
 
-/// Per vertex, its corners in the mesh (`3 triangle + corner`), in mesh order.
+/// Per vertex, where it appears in a list of `N`-vertex items (triangles or edges) as
+/// `N item + position`, in list order.
 #[derive(Debug, Default)]
 struct Corners {
     start: Vec<u32>,
@@ -143,19 +159,19 @@ struct Corners {
 }
 
 impl Corners {
-    fn new(triangles: &[[u32; 3]], vertices: usize) -> Self {
+    fn new<const N: usize>(items: &[[u32; N]], vertices: usize) -> Self {
         let mut start = vec![0u32; vertices + 1];
-        for t in triangles {
+        for t in items {
             t.iter().for_each(|&v| start[v as usize + 1] += 1);
         }
         for v in 0..vertices {
             start[v + 1] += start[v];
         }
         let mut next = start.clone();
-        let mut corners = vec![0u32; 3 * triangles.len()];
-        for (k, t) in triangles.iter().enumerate() {
+        let mut corners = vec![0u32; N * items.len()];
+        for (k, t) in items.iter().enumerate() {
             for (c, &v) in t.iter().enumerate() {
-                corners[next[v as usize] as usize] = (3 * k + c) as u32;
+                corners[next[v as usize] as usize] = (N * k + c) as u32;
                 next[v as usize] += 1;
             }
         }
@@ -173,8 +189,11 @@ impl Corners {
 fn projection_forces(rest: &RestTriangle, x: &[Vec3], t: [u32; 3], m: &ClothMaterial) -> [Vec3; 3] {
     let f = rest.gradient(x, t);
     let (u, s, v) = svd32(f);
-    let mut p = compose(u, [1.0, 1.0], v);
-    p = [p[0] * m.stretch_stiffness, p[1] * m.stretch_stiffness];
+    let mut p = [Vec3::zeros(); 2];
+    if m.in_plane == InPlaneModel::AsRigidAsPossible {
+        let r = compose(u, [1.0, 1.0], v);
+        p = [r[0] * m.stretch_stiffness, r[1] * m.stretch_stiffness];
+    }
     if let Some((min, max)) = m.strain_limits {
         let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
         p[0] += limited[0] * m.limit_stiffness;
@@ -218,6 +237,13 @@ pub struct ClothSystem {
     /// Scratch: per triangle, its projection forces on its corners (the local step's output).
     contributions: Vec<[Vec3; 3]>,
     corners: Corners,
+    /// The edge springs ([`InPlaneModel::MassSpring`]; empty otherwise), their scratch (each
+    /// spring's `k p`) and where each vertex is an end of one.
+    edges: Vec<RestEdge>,
+    spring_terms: Vec<Vec3>,
+    edge_corners: Corners,
+    /// Whether the triangles have terms of their own (as rigid as possible, or strain limits).
+    triangle_terms: bool,
 }
 
 impl ClothSystem {
@@ -245,9 +271,14 @@ impl ClothSystem {
         let hinge_weights: Vec<([f64; 4], f64)> =
             mesh.hinges().iter().map(|&h| hinge_weights(p, h)).collect();
         let n = p.len();
+        let edges = match material.in_plane {
+            InPlaneModel::MassSpring => rest_edges(mesh.triangles(), p),
+            InPlaneModel::AsRigidAsPossible => Vec::new(),
+        };
         let assembled = assemble(
             &mesh,
             &rest,
+            &edges,
             &hinge_weights,
             &mass,
             &material,
@@ -276,6 +307,11 @@ impl ClothSystem {
             start: vec![Vec3::zeros(); n],
             contributions: vec![[Vec3::zeros(); 3]; mesh.triangles().len()],
             corners: Corners::new(mesh.triangles(), n),
+            spring_terms: vec![Vec3::zeros(); edges.len()],
+            edge_corners: Corners::new(&edges.iter().map(|e| e.ends).collect::<Vec<_>>(), n),
+            edges,
+            triangle_terms: material.in_plane == InPlaneModel::AsRigidAsPossible
+                || material.strain_limits.is_some(),
             mesh,
         })
     }
@@ -333,6 +369,7 @@ impl ClothSystem {
         let assembled = assemble(
             &self.mesh,
             &self.rest,
+            &self.edges,
             &self.hinge_weights,
             &self.mass,
             &self.material,
@@ -420,18 +457,28 @@ impl ClothSystem {
         // The local step, triangles in parallel, then each unknown's right-hand side summed
         // over its triangles in mesh order (the same sums on any number of threads).
         let (x, material) = (&self.x, &self.material);
-        self.contributions
-            .par_chunks_mut(TRIANGLES_PER_TASK)
-            .zip(self.rest.par_chunks(TRIANGLES_PER_TASK))
-            .zip(self.mesh.triangles().par_chunks(TRIANGLES_PER_TASK))
-            .for_each(|((out, rest), triangles)| {
-                for ((o, r), t) in out.iter_mut().zip(rest).zip(triangles) {
-                    *o = projection_forces(r, x, *t, material);
-                }
-            });
+        if self.triangle_terms {
+            self.contributions
+                .par_chunks_mut(TRIANGLES_PER_TASK)
+                .zip(self.rest.par_chunks(TRIANGLES_PER_TASK))
+                .zip(self.mesh.triangles().par_chunks(TRIANGLES_PER_TASK))
+                .for_each(|((out, rest), triangles)| {
+                    for ((o, r), t) in out.iter_mut().zip(rest).zip(triangles) {
+                        *o = projection_forces(r, x, *t, material);
+                    }
+                });
+        }
+        let k = material.stretch_stiffness;
+        self.spring_terms
+            .par_iter_mut()
+            .zip(self.edges.par_iter())
+            .with_min_len(TRIANGLES_PER_TASK)
+            .for_each(|(term, e)| *term = k * spring_target(e, x));
         let h2 = self.h * self.h;
         let (y, mass, corners, contributions) =
             (&self.y, &self.mass, &self.corners, &self.contributions);
+        let (edge_corners, spring_terms) = (&self.edge_corners, &self.spring_terms);
+        let triangle_terms = self.triangle_terms;
         self.rhs
             .par_iter_mut()
             .zip(self.free.par_iter())
@@ -439,8 +486,15 @@ impl ClothSystem {
             .for_each(|(r, &v)| {
                 let v = v as usize;
                 let mut sum = y[v] * (mass[v] / h2);
-                for &c in corners.of(v) {
-                    sum += contributions[c as usize / 3][c as usize % 3];
+                if triangle_terms {
+                    for &c in corners.of(v) {
+                        sum += contributions[c as usize / 3][c as usize % 3];
+                    }
+                }
+                // The first end of a spring is pushed by `k p`, the second by `-k p`.
+                for &c in edge_corners.of(v) {
+                    let term = spring_terms[c as usize / 2];
+                    sum += if c % 2 == 0 { term } else { -term };
                 }
                 *r = sum;
             });
@@ -483,18 +537,21 @@ impl ClothSystem {
             let f = rest.gradient(&self.x, *t);
             let (u, s, v) = svd32(f);
             let dist2 = |p: [Vec3; 2]| (f[0] - p[0]).norm_squared() + (f[1] - p[1]).norm_squared();
-            e += 0.5 * m.stretch_stiffness * rest.area * dist2(compose(u, [1.0, 1.0], v));
+            if m.in_plane == InPlaneModel::AsRigidAsPossible {
+                e += 0.5 * m.stretch_stiffness * rest.area * dist2(compose(u, [1.0, 1.0], v));
+            }
             if let Some((min, max)) = m.strain_limits {
                 let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
                 e += 0.5 * m.limit_stiffness * rest.area * dist2(limited);
             }
         }
-        e + bending_energy(
-            &self.x,
-            self.mesh.hinges(),
-            &self.hinge_weights,
-            m.bend_stiffness,
-        )
+        e + spring_energy(&self.edges, &self.x, m.stretch_stiffness)
+            + bending_energy(
+                &self.x,
+                self.mesh.hinges(),
+                &self.hinge_weights,
+                m.bend_stiffness,
+            )
     }
 
     /// The largest and smallest principal stretch of any triangle now.
@@ -520,9 +577,11 @@ struct Assembled {
 
 /// `M / h^2 + sum_t w_t G_t' G_t + k_b Q` over the free vertices of `pinned`, factored, and the
 /// terms that couple them to the pins.
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     mesh: &ClothMesh,
     rest: &[RestTriangle],
+    edges: &[RestEdge],
     hinge_weights: &[([f64; 4], f64)],
     mass: &[f64],
     material: &ClothMaterial,
@@ -579,10 +638,22 @@ fn assemble(
             _ => {}
         }
     };
-    let w_area = material.stretch_stiffness
+    let arap = match material.in_plane {
+        InPlaneModel::AsRigidAsPossible => material.stretch_stiffness,
+        InPlaneModel::MassSpring => 0.0,
+    };
+    let w_area = arap
         + material
             .strain_limits
             .map_or(0.0, |_| material.limit_stiffness);
+    let k = material.stretch_stiffness;
+    for e in edges {
+        let [a, b] = e.ends;
+        add(a, a, k, &mut matrix);
+        add(b, b, k, &mut matrix);
+        add(a, b, -k, &mut matrix);
+        add(b, a, -k, &mut matrix);
+    }
     for (t, r) in tris.iter().zip(rest) {
         let w = w_area * r.area;
         for a in 0..3 {

@@ -1,12 +1,13 @@
 //! Cloth stepped on its own (`sim::cloth`): a sheet hanging from two corners comes to rest
 //! within its strain limit (both in-plane models) with its pins in place and its energy never growing at rest; a
-//! stiffer cloth bends less under its weight; wind blows a flag downwind; bad input is refused.
+//! stiffer cloth bends less under its weight; a pre-bent cloth keeps its rest shape with the
+//! rest-curvature model; wind blows a flag downwind; bad input is refused.
 
 use std::sync::Arc;
 
 use bevy_deformable::sim::Vec3;
 use bevy_deformable::sim::cloth::{
-    ClothError, ClothMaterial, ClothMesh, ClothSystem, InPlaneModel,
+    BendingModel, ClothError, ClothMaterial, ClothMesh, ClothSystem, InPlaneModel,
 };
 
 const DT: f64 = 1.0 / 60.0;
@@ -147,20 +148,54 @@ fn a_stiffer_cloth_bends_less_under_its_weight() {
 }
 
 #[test]
+fn a_pre_bent_cloth_keeps_its_rest_shape_with_the_rest_curvature_model() {
+    // A strip rolled into a half cylinder (a cape's fold) at rest, no gravity: with the rest
+    // curvature kept it stays put; the flat-rest hinge model straightens it.
+    let radius = 1.0 / std::f64::consts::PI;
+    let mesh = ClothMesh::rectangle(1.0, 0.3, 20, 6)
+        .unwrap()
+        .mapped(|p| {
+            let a = p.x / radius;
+            Vec3::new(radius * a.sin(), radius * (1.0 - a.cos()), p.z)
+        })
+        .unwrap();
+    let curved = mesh.rest_positions().to_vec();
+    let mesh = Arc::new(mesh);
+    let moved = |bending: BendingModel| {
+        let material = ClothMaterial {
+            bending,
+            bend_stiffness: 1e-2,
+            ..ClothMaterial::COTTON
+        };
+        let mut cloth = ClothSystem::new(mesh.clone(), material, DT).unwrap();
+        for _ in 0..60 {
+            cloth.step(Vec3::zeros(), Vec3::zeros()).unwrap();
+        }
+        cloth
+            .positions()
+            .iter()
+            .zip(&curved)
+            .map(|(p, q)| (p - q).norm())
+            .fold(0.0, f64::max)
+    };
+    let kept = moved(BendingModel::RestCurvature);
+    let straightened = moved(BendingModel::FlatHinges);
+    assert!(kept < 1e-9, "the pre-bent cloth moved {kept} m");
+    assert!(
+        straightened > 1e-2,
+        "the hinges moved it only {straightened} m"
+    );
+}
+
+#[test]
 fn wind_blows_a_flag_downwind() {
     // A flag in the plane z = 0, pinned along its top edge; wind along +z.
-    let flat = ClothMesh::rectangle(0.6, 0.4, 12, 8).unwrap();
-    let upright: Vec<Vec3> = flat
-        .rest_positions()
-        .iter()
-        .map(|p| Vec3::new(p.x, -p.z, 0.0))
-        .collect();
-    let triangles: Vec<[usize; 3]> = flat
-        .triangles()
-        .iter()
-        .map(|t| t.map(|v| v as usize))
-        .collect();
-    let mesh = Arc::new(ClothMesh::new(upright, &triangles).unwrap());
+    let mesh = Arc::new(
+        ClothMesh::rectangle(0.6, 0.4, 12, 8)
+            .unwrap()
+            .mapped(|p| Vec3::new(p.x, -p.z, 0.0))
+            .unwrap(),
+    );
     let mean_z = |wind: Vec3| {
         let mut cloth = ClothSystem::new(mesh.clone(), ClothMaterial::COTTON, DT).unwrap();
         pin_all(&mut cloth, &edge(&mesh, 1, true));

@@ -51,10 +51,22 @@ pub fn bending_energy(x: &[Vec3], hinges: &[Hinge], weights: &[([f64; 4], f64)],
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sim::cloth::ClothMesh;
     use crate::sim::math::Mat3;
+
+    /// `mesh`'s rest positions rolled onto a cylinder of `radius` (m) about the z axis, arc
+    /// lengths kept.
+    pub(crate) fn roll(mesh: &ClothMesh, radius: f64) -> Vec<Vec3> {
+        mesh.mapped(|p| {
+            let a = p.x / radius;
+            Vec3::new(radius * a.sin(), radius * (1.0 - a.cos()), p.z)
+        })
+        .unwrap()
+        .rest_positions()
+        .to_vec()
+    }
 
     fn weights(mesh: &ClothMesh) -> Vec<([f64; 4], f64)> {
         mesh.hinges()
@@ -110,14 +122,7 @@ mod tests {
         for (width, radius) in [(1.0, 0.5), (1.0, 1.0), (2.0, 1.0)] {
             let mesh = ClothMesh::rectangle(width, depth, columns, rows).unwrap();
             let w = weights(&mesh);
-            let rolled: Vec<Vec3> = mesh
-                .rest_positions()
-                .iter()
-                .map(|p| {
-                    let a = p.x / radius;
-                    Vec3::new(radius * a.sin(), radius * (1.0 - a.cos()), p.z)
-                })
-                .collect();
+            let rolled = roll(&mesh, radius);
             let e = bending_energy(&rolled, mesh.hinges(), &w, 1.0);
             let expected = 3.0 * width * depth / (2.0 * radius * radius) * (columns - 1) as f64
                 / columns as f64;

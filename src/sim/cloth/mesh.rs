@@ -172,6 +172,21 @@ impl ClothMesh {
         Self::new(positions, &triangles)
     }
 
+    /// The same triangles at rest positions `f(p)` of this mesh's (a rectangle stood upright as
+    /// a flag, or rolled into a cape's fold).
+    ///
+    /// # Errors
+    /// As [`ClothMesh::new`], where `f` makes a triangle degenerate, two vertices coincide or a
+    /// coordinate non-finite.
+    pub fn mapped(&self, f: impl Fn(Vec3) -> Vec3) -> Result<Self, ClothMeshError> {
+        let triangles: Vec<[usize; 3]> = self
+            .triangles
+            .iter()
+            .map(|t| t.map(|v| v as usize))
+            .collect();
+        Self::new(self.rest.iter().map(|&p| f(p)).collect(), &triangles)
+    }
+
     /// Rest positions (m).
     pub fn rest_positions(&self) -> &[Vec3] {
         &self.rest

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use super::bending::{bending_energy, hinge_weights};
+use super::curvature::{CurvatureRow, curvature_energy, curvature_rows};
 use super::membrane::{RestTriangle, compose, svd32};
 use super::mesh::{ClothMesh, ClothMeshError};
 use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
@@ -32,6 +33,17 @@ pub enum InPlaneModel {
     MassSpring,
 }
 
+/// How a cloth resists bending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BendingModel {
+    /// The quadratic hinge model for a flat rest shape (`bending.rs`).
+    #[default]
+    FlatHinges,
+    /// The rest curvature kept at every interior vertex, for curved or pre-bent rest shapes
+    /// ([`super::CurvatureRow`]).
+    RestCurvature,
+}
+
 /// What a cloth is made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClothMaterial {
@@ -42,7 +54,9 @@ pub struct ClothMaterial {
     /// In-plane stiffness (N/m): the as-rigid-as-possible weight per rest area, or each edge
     /// spring's constant ([`InPlaneModel::MassSpring`]).
     pub stretch_stiffness: f64,
-    /// Bending stiffness (N m) of the quadratic bending model.
+    /// The bending model.
+    pub bending: BendingModel,
+    /// Bending stiffness (N m).
     pub bend_stiffness: f64,
     /// Strain limits `(min, max)`: each triangle's principal stretches are held within them by
     /// [`ClothMaterial::limit_stiffness`] (no force inside); `None` for no limit.
@@ -64,6 +78,7 @@ impl ClothMaterial {
         density: 0.15,
         in_plane: InPlaneModel::AsRigidAsPossible,
         stretch_stiffness: 1.0e3,
+        bending: BendingModel::FlatHinges,
         bend_stiffness: 1.0e-5,
         strain_limits: Some((0.9, 1.1)),
         limit_stiffness: 2.0e3,
@@ -183,6 +198,40 @@ impl Corners {
     }
 }
 
+/// Per vertex, the curvature rows it is in with its coefficient there, in row order.
+#[derive(Debug, Default)]
+struct RowIncidence {
+    start: Vec<u32>,
+    entries: Vec<(u32, f64)>,
+}
+
+impl RowIncidence {
+    fn new(rows: &[CurvatureRow], vertices: usize) -> Self {
+        let mut start = vec![0u32; vertices + 1];
+        for r in rows {
+            r.stencil
+                .iter()
+                .for_each(|&(v, _)| start[v as usize + 1] += 1);
+        }
+        for v in 0..vertices {
+            start[v + 1] += start[v];
+        }
+        let mut next = start.clone();
+        let mut entries = vec![(0u32, 0.0); start[vertices] as usize];
+        for (k, r) in rows.iter().enumerate() {
+            for &(v, c) in &r.stencil {
+                entries[next[v as usize] as usize] = (k as u32, c);
+                next[v as usize] += 1;
+            }
+        }
+        Self { start, entries }
+    }
+
+    fn of(&self, v: usize) -> &[(u32, f64)] {
+        &self.entries[self.start[v] as usize..self.start[v + 1] as usize]
+    }
+}
+
 /// A triangle's right-hand-side terms on its three corners (N): `area P g_k`, `P` the
 /// stiffness-weighted as-rigid-as-possible and strain-limit targets of its deformation
 /// gradient at `x`.
@@ -244,6 +293,11 @@ pub struct ClothSystem {
     edge_corners: Corners,
     /// Whether the triangles have terms of their own (as rigid as possible, or strain limits).
     triangle_terms: bool,
+    /// The curvature rows ([`BendingModel::RestCurvature`]; empty otherwise), their scratch
+    /// (each row's `k A p`) and where each vertex is in one.
+    curvature: Vec<CurvatureRow>,
+    curvature_terms: Vec<Vec3>,
+    curvature_incidence: RowIncidence,
 }
 
 impl ClothSystem {
@@ -275,10 +329,15 @@ impl ClothSystem {
             InPlaneModel::MassSpring => rest_edges(mesh.triangles(), p),
             InPlaneModel::AsRigidAsPossible => Vec::new(),
         };
+        let curvature = match material.bending {
+            BendingModel::RestCurvature => curvature_rows(mesh.triangles(), p),
+            BendingModel::FlatHinges => Vec::new(),
+        };
         let assembled = assemble(
             &mesh,
             &rest,
             &edges,
+            &curvature,
             &hinge_weights,
             &mass,
             &material,
@@ -312,6 +371,9 @@ impl ClothSystem {
             edges,
             triangle_terms: material.in_plane == InPlaneModel::AsRigidAsPossible
                 || material.strain_limits.is_some(),
+            curvature_terms: vec![Vec3::zeros(); curvature.len()],
+            curvature_incidence: RowIncidence::new(&curvature, n),
+            curvature,
             mesh,
         })
     }
@@ -370,6 +432,7 @@ impl ClothSystem {
             &self.mesh,
             &self.rest,
             &self.edges,
+            &self.curvature,
             &self.hinge_weights,
             &self.mass,
             &self.material,
@@ -474,10 +537,17 @@ impl ClothSystem {
             .zip(self.edges.par_iter())
             .with_min_len(TRIANGLES_PER_TASK)
             .for_each(|(term, e)| *term = k * spring_target(e, x));
+        let (kb, rest) = (material.bend_stiffness, self.mesh.rest_positions());
+        self.curvature_terms
+            .par_iter_mut()
+            .zip(self.curvature.par_iter())
+            .with_min_len(TRIANGLES_PER_TASK)
+            .for_each(|(term, row)| *term = row.target(x, rest) * (kb * row.area));
         let h2 = self.h * self.h;
         let (y, mass, corners, contributions) =
             (&self.y, &self.mass, &self.corners, &self.contributions);
         let (edge_corners, spring_terms) = (&self.edge_corners, &self.spring_terms);
+        let (incidence, curvature_terms) = (&self.curvature_incidence, &self.curvature_terms);
         let triangle_terms = self.triangle_terms;
         self.rhs
             .par_iter_mut()
@@ -495,6 +565,9 @@ impl ClothSystem {
                 for &c in edge_corners.of(v) {
                     let term = spring_terms[c as usize / 2];
                     sum += if c % 2 == 0 { term } else { -term };
+                }
+                for &(row, c) in incidence.of(v) {
+                    sum += curvature_terms[row as usize] * c;
                 }
                 *r = sum;
             });
@@ -545,13 +618,21 @@ impl ClothSystem {
                 e += 0.5 * m.limit_stiffness * rest.area * dist2(limited);
             }
         }
-        e + spring_energy(&self.edges, &self.x, m.stretch_stiffness)
-            + bending_energy(
+        let bending = match m.bending {
+            BendingModel::FlatHinges => bending_energy(
                 &self.x,
                 self.mesh.hinges(),
                 &self.hinge_weights,
                 m.bend_stiffness,
-            )
+            ),
+            BendingModel::RestCurvature => curvature_energy(
+                &self.curvature,
+                &self.x,
+                self.mesh.rest_positions(),
+                m.bend_stiffness,
+            ),
+        };
+        e + spring_energy(&self.edges, &self.x, m.stretch_stiffness) + bending
     }
 
     /// The largest and smallest principal stretch of any triangle now.
@@ -582,6 +663,7 @@ fn assemble(
     mesh: &ClothMesh,
     rest: &[RestTriangle],
     edges: &[RestEdge],
+    curvature: &[CurvatureRow],
     hinge_weights: &[([f64; 4], f64)],
     mass: &[f64],
     material: &ClothMaterial,
@@ -613,6 +695,11 @@ fn assemble(
                 (h[1], h[3]),
                 (h[2], h[3]),
             ]
+        }))
+        .chain(curvature.iter().flat_map(|r| {
+            r.stencil
+                .iter()
+                .flat_map(|&(a, _)| r.stencil.iter().map(move |&(b, _)| (a, b)))
         }))
         .filter_map(|(a, b)| {
             let (ua, ub) = (unknown_of[a as usize], unknown_of[b as usize]);
@@ -664,7 +751,14 @@ fn assemble(
         }
     }
     let k = material.bend_stiffness;
-    if k > 0.0 {
+    for r in curvature {
+        for &(a, ca) in &r.stencil {
+            for &(b, cb) in &r.stencil {
+                add(a, b, k * r.area * ca * cb, &mut matrix);
+            }
+        }
+    }
+    if k > 0.0 && material.bending == BendingModel::FlatHinges {
         for (hinge, (q, scale)) in hinges.iter().zip(hinge_weights) {
             for a in 0..4 {
                 for b in 0..4 {

@@ -1,9 +1,11 @@
 //! [`ClothSystem`]: one cloth stepped by Projective Dynamics (Bouaziz et al. 2014) with a
-//! constant, prefactored matrix: implicit Euler, a local step per triangle
-//! ([`super::membrane`]) and a global solve through the Cholesky factor of
-//! `M / h^2 + sum_t w_t G_t' G_t + k_b Q` over the free vertices, `Q` the quadratic bending
-//! matrix ([`super::bending`]). Pinned vertices are not unknowns: they sit at their targets,
-//! and their terms move to the right-hand side.
+//! constant, prefactored matrix: implicit Euler, a local step over the triangles (the
+//! as-rigid-as-possible and strain-limit projections, `membrane.rs`), the edge springs
+//! (`springs.rs`, with [`InPlaneModel::MassSpring`]) and the curvature rows (`curvature.rs`,
+//! with [`BendingModel::RestCurvature`]), and a global solve through the Cholesky factor of
+//! `M / h^2` plus every constraint's constant `w G' G` and the hinges' bending matrix
+//! (`bending.rs`, with [`BendingModel::FlatHinges`]) over the free vertices. Pinned vertices
+//! are not unknowns: they sit at their targets, and their terms move to the right-hand side.
 //!
 //! Per step: the velocity damping and the external forces (gravity, and aerodynamic drag on
 //! each triangle along its normal, from its velocity relative to the wind) give the inertial

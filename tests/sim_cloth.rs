@@ -1,8 +1,8 @@
 //! Cloth stepped on its own (`sim::cloth`): a sheet hanging from two corners comes to rest
 //! within its strain limit (both in-plane models) with its pins in place and its energy never
-//! growing at rest; a stiffer cloth bends less under its weight; a pre-bent cloth keeps its
-//! rest shape with the rest-curvature model; wind blows a flag downwind, the same on one thread
-//! and two; bad input is refused.
+//! growing at rest; area limits hold a soft sheet's triangles; a stiffer cloth bends less
+//! under its weight; a pre-bent cloth keeps its rest shape with the rest-curvature model; wind
+//! blows a flag downwind, the same on one thread and two; bad input is refused.
 
 use std::sync::Arc;
 
@@ -123,6 +123,39 @@ fn hang_by_two_corners(material: ClothMaterial) {
 }
 
 #[test]
+fn area_limits_hold_a_soft_sheet_s_triangles_near_their_rest_area() {
+    // Soft springs alone let the hanging sheet's triangles grow; the area limit holds them.
+    let largest_area_ratio = |area_limits: Option<(f64, f64)>| {
+        let mesh = Arc::new(ClothMesh::rectangle(1.0, 1.0, 10, 10).unwrap());
+        let material = ClothMaterial {
+            in_plane: InPlaneModel::MassSpring,
+            stretch_stiffness: 3.0,
+            strain_limits: None,
+            area_limits,
+            area_stiffness: 2.0e3,
+            ..ClothMaterial::COTTON
+        };
+        let mut cloth = ClothSystem::new(mesh.clone(), material, DT).unwrap();
+        pin_all(&mut cloth, &edge(&mesh, 2, true));
+        for _ in 0..180 {
+            cloth.step(GRAVITY, Vec3::zeros()).unwrap();
+        }
+        let area = |p: &[Vec3], t: &[u32; 3]| {
+            let [a, b, c] = t.map(|v| p[v as usize]);
+            0.5 * (b - a).cross(&(c - a)).norm()
+        };
+        mesh.triangles()
+            .iter()
+            .map(|t| area(cloth.positions(), t) / area(mesh.rest_positions(), t))
+            .fold(0.0, f64::max)
+    };
+    let free = largest_area_ratio(None);
+    let limited = largest_area_ratio(Some((0.95, 1.05)));
+    assert!(free > 1.2, "the soft sheet's triangles grew only to {free}");
+    assert!(limited < 1.05 + 0.03, "limited to 1.05, grew to {limited}");
+}
+
+#[test]
 fn a_stiffer_cloth_bends_less_under_its_weight() {
     // A strip clamped along one short edge (two columns pinned): the free end droops.
     let droop = |bend_stiffness: f64| {
@@ -234,6 +267,16 @@ fn bad_input_is_refused_and_the_cloth_kept() {
             ..ClothMaterial::COTTON
         }),
         Some(ClothError::InvalidMaterial { .. })
+    ));
+    assert!(matches!(
+        bad(ClothMaterial {
+            area_limits: Some((0.0, 1.1)),
+            ..ClothMaterial::COTTON
+        }),
+        Some(ClothError::InvalidMaterial {
+            what: "area_limits.min",
+            ..
+        })
     ));
     assert!(matches!(
         bad(ClothMaterial {

@@ -99,6 +99,42 @@ pub fn svd32(f: [Vec3; 2]) -> ([Vec3; 2], [f64; 2], [[f64; 2]; 2]) {
     ([u1, u2], [s1, s2], [v1, v2])
 }
 
+/// The closest singular values `(t1, t2)` to `s` with `t1 t2` in `[min, max]` (the area
+/// limit's projection, the seed notes' "Triangle Area Limit" in PD form): `s` itself inside;
+/// outside, the point of `t1 t2 = c` (`c` the nearer bound) found from the Lagrange conditions
+/// `t - s = lambda (t2, t1)` by bisection on `lambda` in `(-1, 1)`.
+pub fn area_limited(s: [f64; 2], min: f64, max: f64) -> [f64; 2] {
+    let area = s[0] * s[1];
+    if (min..=max).contains(&area) {
+        return s;
+    }
+    let c = area.clamp(min, max);
+    let at = |l: f64| {
+        let d = 1.0 - l * l;
+        [(s[0] + l * s[1]) / d, (s[1] + l * s[0]) / d]
+    };
+    // `t1 t2` grows with `lambda` from below `c` (shrinking) or toward it (growing).
+    let (mut lo, mut hi) = if area < c { (0.0, 1.0) } else { (-1.0, 0.0) };
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        let t = at(mid);
+        if t[0] * t[1] < c {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let t = at(0.5 * (lo + hi));
+    if (t[0] * t[1] - c).abs() <= 1e-9 * c {
+        t
+    } else {
+        // Squashed far past a near-isotropic limit, where the root leaves (-1, 1): scale
+        // uniformly onto the bound instead.
+        let k = (c / area).sqrt();
+        [s[0] * k, s[1] * k]
+    }
+}
+
 /// `U diag(d) V'` (its two columns) of an SVD from [`svd32`].
 pub fn compose(u: [Vec3; 2], d: [f64; 2], v: [[f64; 2]; 2]) -> [Vec3; 2] {
     [
@@ -164,34 +200,83 @@ mod tests {
         assert!(arap(&t, &x) < 1e-24);
     }
 
-    #[test]
-    fn the_arap_force_is_the_energy_s_gradient() {
-        // PD's force on vertex k, -(F - R) g_k, against central differences of the energy
-        // with the projection recomputed at each point.
-        let mut rng = Rng(3);
-        let rest = [vec3(&mut rng), vec3(&mut rng), vec3(&mut rng)];
-        let t = RestTriangle::new(rest[0], rest[1], rest[2]);
-        let x: Vec<Vec3> = rest
-            .iter()
-            .map(|p| p * 1.3 + 0.4 * vec3(&mut rng))
-            .collect();
-        let f = t.gradient(&x, [0, 1, 2]);
-        let (u, _, v) = svd32(f);
-        let r = compose(u, [1.0, 1.0], v);
+    /// PD's force on each vertex, `-(F - P(F)) g_k`, against central differences of the
+    /// energy `|F - P(F)|^2 / 2` with the projection `P` recomputed at each point (the
+    /// projection is a closest point, so the two agree).
+    fn assert_force_is_gradient(
+        t: &RestTriangle,
+        x: &[Vec3],
+        project: impl Fn([f64; 2]) -> [f64; 2],
+    ) {
+        let target = |f: [Vec3; 2]| {
+            let (u, s, v) = svd32(f);
+            compose(u, project(s), v)
+        };
+        let energy = |x: &[Vec3]| {
+            let f = t.gradient(x, [0, 1, 2]);
+            let p = target(f);
+            0.5 * ((f[0] - p[0]).norm_squared() + (f[1] - p[1]).norm_squared())
+        };
+        let f = t.gradient(x, [0, 1, 2]);
+        let p = target(f);
         for k in 0..3 {
-            let analytic = (f[0] - r[0]) * t.grads[k][0] + (f[1] - r[1]) * t.grads[k][1];
+            let analytic = (f[0] - p[0]) * t.grads[k][0] + (f[1] - p[1]) * t.grads[k][1];
             for c in 0..3 {
                 let step = 1e-6;
-                let (mut plus, mut minus) = (x.clone(), x.clone());
+                let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
                 plus[k][c] += step;
                 minus[k][c] -= step;
-                let numeric = (arap(&t, &plus) - arap(&t, &minus)) / (2.0 * step);
+                let numeric = (energy(&plus) - energy(&minus)) / (2.0 * step);
                 assert!(
-                    (numeric - analytic[c]).abs() < 1e-6 * (1.0 + analytic.norm()),
+                    (numeric - analytic[c]).abs() < 1e-5 * (1.0 + analytic.norm()),
                     "vertex {k} axis {c}: {numeric} against {}",
                     analytic[c]
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_area_limit_projects_onto_the_closest_point_of_its_bound() {
+        // Inside: unchanged.
+        assert_eq!(area_limited([1.02, 0.99], 0.9, 1.1), [1.02, 0.99]);
+        let mut rng = Rng(11);
+        for _ in 0..200 {
+            let s1 = 0.3 + 1.5 * rng.unit();
+            let s = [s1, s1 * (0.3 + 0.7 * rng.unit())];
+            let t = area_limited(s, 0.9, 1.1);
+            let area = s[0] * s[1];
+            if (0.9..=1.1).contains(&area) {
+                continue;
+            }
+            let c = area.clamp(0.9, 1.1);
+            assert!((t[0] * t[1] - c).abs() < 1e-9 * c);
+            // Brute force along the bound: (sqrt(c) e^u, sqrt(c) e^-u), the nearest to s.
+            let distance = |u: f64| {
+                let q = [c.sqrt() * u.exp(), c.sqrt() * (-u).exp()];
+                (q[0] - s[0]).hypot(q[1] - s[1])
+            };
+            let best = (-4000..=4000)
+                .map(|k| distance(k as f64 * 1e-3))
+                .fold(f64::MAX, f64::min);
+            let got = (t[0] - s[0]).hypot(t[1] - s[1]);
+            assert!(got <= best + 1e-6, "{got} against {best} for {s:?}");
+        }
+    }
+
+    #[test]
+    fn the_arap_and_area_limit_forces_are_their_energies_gradients() {
+        let mut rng = Rng(5);
+        let rest = [vec3(&mut rng), vec3(&mut rng), vec3(&mut rng)];
+        let t = RestTriangle::new(rest[0], rest[1], rest[2]);
+        // Stretched well past a 1.05 area bound.
+        let x: Vec<Vec3> = rest
+            .iter()
+            .map(|p| p * 1.4 + 0.1 * vec3(&mut rng))
+            .collect();
+        let (_, s, _) = svd32(t.gradient(&x, [0, 1, 2]));
+        assert!(s[0] * s[1] > 1.05);
+        assert_force_is_gradient(&t, &x, |_| [1.0, 1.0]);
+        assert_force_is_gradient(&t, &x, |s| area_limited(s, 0.95, 1.05));
     }
 }

@@ -5,14 +5,14 @@
 //! | file | what |
 //! | --- | --- |
 //! | `mesh.rs` | [`ClothMesh`]: a checked triangle mesh at rest and its hinges; the rectangle builder |
-//! | `membrane.rs` | in-plane elasticity: the triangles' 3 x 2 deformation gradients, their SVD, and the as-rigid-as-possible and strain-limit projections |
+//! | `membrane.rs` | in-plane elasticity: the triangles' 3 x 2 deformation gradients, their SVD, and the as-rigid-as-possible, strain-limit and area-limit projections |
 //! | `springs.rs` | the mass-spring in-plane model: a PD spring per edge |
 //! | `bending.rs` | the quadratic bending model for flat rest shapes (a constant matrix per hinge) |
 //! | `curvature.rs` | bending that keeps a curved rest shape: each interior vertex's mean curvature vector held at its rest length |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
 //!
 //! What it is not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own),
-//! in contact with anything, or drawn by the Bevy layer; there is no area limit. `cargo bench --bench cloth` (a flag pinned along an
+//! in contact with anything, or drawn by the Bevy layer. `cargo bench --bench cloth` (a flag pinned along an
 //! edge in wind, 1/60 s, ten iterations; one run): 32 x 32 cells (1,089 vertices) 2.09 ms a
 //! step on one thread and 1.84 on two, 64 x 64 (4,225) 9.6 and 7.0 ms. The local step runs
 //! its triangles in parallel; the solves through the factor, two triangular solves per
@@ -34,7 +34,7 @@ mod system;
 
 pub use bending::{bending_energy, hinge_weights};
 pub use curvature::{CurvatureRow, curvature_energy, curvature_rows};
-pub use membrane::{RestTriangle, compose, svd32};
+pub use membrane::{RestTriangle, area_limited, compose, svd32};
 pub use mesh::{ClothMesh, ClothMeshError, Hinge};
 pub use springs::{RestEdge, rest_edges, spring_energy, spring_target};
 pub use system::{BendingModel, ClothError, ClothMaterial, ClothSystem, InPlaneModel};

@@ -19,7 +19,7 @@ use thiserror::Error;
 
 use super::bending::{bending_energy, hinge_weights};
 use super::curvature::{CurvatureRow, curvature_energy, curvature_rows};
-use super::membrane::{RestTriangle, compose, svd32};
+use super::membrane::{RestTriangle, area_limited, compose, svd32};
 use super::mesh::{ClothMesh, ClothMeshError};
 use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
 use crate::sim::math::Vec3;
@@ -65,6 +65,11 @@ pub struct ClothMaterial {
     pub strain_limits: Option<(f64, f64)>,
     /// Stiffness of the strain limits (N/m), acting beyond them.
     pub limit_stiffness: f64,
+    /// Area limits `(min, max)`: each triangle's area over its rest area is held within them
+    /// by [`ClothMaterial::area_stiffness`] (no force inside); `None` for no limit.
+    pub area_limits: Option<(f64, f64)>,
+    /// Stiffness of the area limits (N/m), acting beyond them.
+    pub area_stiffness: f64,
     /// Velocity damping (1/s): velocities decay as `1 / (1 + damping h)` per step besides the
     /// forces.
     pub damping: f64,
@@ -84,6 +89,8 @@ impl ClothMaterial {
         bend_stiffness: 1.0e-5,
         strain_limits: Some((0.9, 1.1)),
         limit_stiffness: 2.0e3,
+        area_limits: None,
+        area_stiffness: 2.0e3,
         damping: 0.2,
         drag: 0.5,
     };
@@ -100,6 +107,7 @@ impl ClothMaterial {
         for (what, value) in [
             ("bend_stiffness", self.bend_stiffness),
             ("limit_stiffness", self.limit_stiffness),
+            ("area_stiffness", self.area_stiffness),
             ("damping", self.damping),
             ("drag", self.drag),
         ] {
@@ -113,6 +121,14 @@ impl ClothMaterial {
             }
             if !(max >= 1.0 && max.is_finite()) {
                 return bad("strain_limits.max", max);
+            }
+        }
+        if let Some((min, max)) = self.area_limits {
+            if !(min > 0.0 && min <= 1.0) {
+                return bad("area_limits.min", min);
+            }
+            if !(max >= 1.0 && max.is_finite()) {
+                return bad("area_limits.max", max);
             }
         }
         Ok(())
@@ -250,6 +266,11 @@ fn projection_forces(rest: &RestTriangle, x: &[Vec3], t: [u32; 3], m: &ClothMate
         p[0] += limited[0] * m.limit_stiffness;
         p[1] += limited[1] * m.limit_stiffness;
     }
+    if let Some((min, max)) = m.area_limits {
+        let limited = compose(u, area_limited(s, min, max), v);
+        p[0] += limited[0] * m.area_stiffness;
+        p[1] += limited[1] * m.area_stiffness;
+    }
     rest.grads.map(|g| (p[0] * g[0] + p[1] * g[1]) * rest.area)
 }
 
@@ -372,7 +393,8 @@ impl ClothSystem {
             edge_corners: Corners::new(&edges.iter().map(|e| e.ends).collect::<Vec<_>>(), n),
             edges,
             triangle_terms: material.in_plane == InPlaneModel::AsRigidAsPossible
-                || material.strain_limits.is_some(),
+                || material.strain_limits.is_some()
+                || material.area_limits.is_some(),
             curvature_terms: vec![Vec3::zeros(); curvature.len()],
             curvature_incidence: RowIncidence::new(&curvature, n),
             curvature,
@@ -619,6 +641,10 @@ impl ClothSystem {
                 let limited = compose(u, s.map(|s| s.clamp(min, max)), v);
                 e += 0.5 * m.limit_stiffness * rest.area * dist2(limited);
             }
+            if let Some((min, max)) = m.area_limits {
+                let limited = compose(u, area_limited(s, min, max), v);
+                e += 0.5 * m.area_stiffness * rest.area * dist2(limited);
+            }
         }
         let bending = match m.bending {
             BendingModel::FlatHinges => bending_energy(
@@ -734,7 +760,10 @@ fn assemble(
     let w_area = arap
         + material
             .strain_limits
-            .map_or(0.0, |_| material.limit_stiffness);
+            .map_or(0.0, |_| material.limit_stiffness)
+        + material
+            .area_limits
+            .map_or(0.0, |_| material.area_stiffness);
     let k = material.stretch_stiffness;
     for e in edges {
         let [a, b] = e.ends;

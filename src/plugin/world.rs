@@ -69,7 +69,9 @@ impl DeformableWorld {
 /// [`DeformableWorld::snapshot_into`], reusing one) in the schedule's `FixedPostUpdate` or
 /// after [`crate::DeformableSystems::Step`], and put it back with [`DeformableWorld::restore`]
 /// before the steps to re-simulate. The game's own components (the `Transform`s that drive
-/// kinematic obstacles, pins' targets) are the game's to roll back with it.
+/// kinematic obstacles, pins' targets) are the game's to roll back with it, and so is the state
+/// of rigid bodies coupled through avian (the snapshot holds the coupling's warm start, not
+/// avian's bodies).
 #[derive(Debug, Clone, Default)]
 pub struct DeformableSnapshot {
     world: WorldSnapshot,

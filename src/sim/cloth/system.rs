@@ -183,71 +183,51 @@ const PINNED: u32 = u32::MAX;
 /// Triangles per parallel task of the local step.
 const TRIANGLES_PER_TASK: usize = 256;
 
-/// Per vertex, where it appears in a list of `N`-vertex items (triangles or edges) as
-/// `N item + position`, in list order.
+/// Per vertex, the entries `(vertex, payload)` of a list that name it, their payloads in list
+/// order (compressed rows: the local step's terms gathered per vertex in a fixed order).
 #[derive(Debug, Default)]
-struct Corners {
+struct Incidence<T> {
     start: Vec<u32>,
-    corners: Vec<u32>,
+    payloads: Vec<T>,
 }
 
-impl Corners {
-    fn new<const N: usize>(items: &[[u32; N]], vertices: usize) -> Self {
+impl<T: Copy> Incidence<T> {
+    fn new(vertices: usize, list: &[(u32, T)]) -> Self {
         let mut start = vec![0u32; vertices + 1];
-        for t in items {
-            t.iter().for_each(|&v| start[v as usize + 1] += 1);
+        for &(v, _) in list {
+            start[v as usize + 1] += 1;
         }
         for v in 0..vertices {
             start[v + 1] += start[v];
         }
         let mut next = start.clone();
-        let mut corners = vec![0u32; N * items.len()];
-        for (k, t) in items.iter().enumerate() {
-            for (c, &v) in t.iter().enumerate() {
-                corners[next[v as usize] as usize] = (N * k + c) as u32;
-                next[v as usize] += 1;
-            }
+        let mut slots: Vec<Option<T>> = vec![None; list.len()];
+        for &(v, payload) in list {
+            slots[next[v as usize] as usize] = Some(payload);
+            next[v as usize] += 1;
         }
-        Self { start, corners }
+        Self {
+            start,
+            payloads: slots.into_iter().flatten().collect(),
+        }
     }
 
-    fn of(&self, v: usize) -> &[u32] {
-        &self.corners[self.start[v] as usize..self.start[v + 1] as usize]
+    fn of(&self, v: usize) -> &[T] {
+        &self.payloads[self.start[v] as usize..self.start[v + 1] as usize]
     }
 }
 
-/// Per vertex, the curvature rows it is in with its coefficient there, in row order.
-#[derive(Debug, Default)]
-struct RowIncidence {
-    start: Vec<u32>,
-    entries: Vec<(u32, f64)>,
-}
-
-impl RowIncidence {
-    fn new(rows: &[CurvatureRow], vertices: usize) -> Self {
-        let mut start = vec![0u32; vertices + 1];
-        for r in rows {
-            r.stencil
-                .iter()
-                .for_each(|&(v, _)| start[v as usize + 1] += 1);
-        }
-        for v in 0..vertices {
-            start[v + 1] += start[v];
-        }
-        let mut next = start.clone();
-        let mut entries = vec![(0u32, 0.0); start[vertices] as usize];
-        for (k, r) in rows.iter().enumerate() {
-            for &(v, c) in &r.stencil {
-                entries[next[v as usize] as usize] = (k as u32, c);
-                next[v as usize] += 1;
-            }
-        }
-        Self { start, entries }
-    }
-
-    fn of(&self, v: usize) -> &[(u32, f64)] {
-        &self.entries[self.start[v] as usize..self.start[v + 1] as usize]
-    }
+/// Every corner of `items` (`N` vertices each) as `(vertex, N item + position)`.
+fn corners<const N: usize>(items: &[[u32; N]]) -> Vec<(u32, u32)> {
+    items
+        .iter()
+        .enumerate()
+        .flat_map(|(k, t)| {
+            t.iter()
+                .enumerate()
+                .map(move |(c, &v)| (v, (N * k + c) as u32))
+        })
+        .collect()
 }
 
 /// A triangle's right-hand-side terms on its three corners (N): `area P g_k`, `P` the
@@ -308,19 +288,19 @@ pub struct ClothSystem {
     start: Vec<Vec3>,
     /// Scratch: per triangle, its projection forces on its corners (the local step's output).
     contributions: Vec<[Vec3; 3]>,
-    corners: Corners,
+    corners: Incidence<u32>,
     /// The edge springs ([`InPlaneModel::MassSpring`]; empty otherwise), their scratch (each
     /// spring's `k p`) and where each vertex is an end of one.
     edges: Vec<RestEdge>,
     spring_terms: Vec<Vec3>,
-    edge_corners: Corners,
+    edge_corners: Incidence<u32>,
     /// Whether the triangles have terms of their own (as rigid as possible, or strain limits).
     triangle_terms: bool,
     /// The curvature rows ([`BendingModel::RestCurvature`]; empty otherwise), their scratch
     /// (each row's `k A p`) and where each vertex is in one.
     curvature: Vec<CurvatureRow>,
     curvature_terms: Vec<Vec3>,
-    curvature_incidence: RowIncidence,
+    curvature_incidence: Incidence<(u32, f64)>,
 }
 
 impl ClothSystem {
@@ -388,15 +368,25 @@ impl ClothSystem {
             force: vec![Vec3::zeros(); n],
             start: vec![Vec3::zeros(); n],
             contributions: vec![[Vec3::zeros(); 3]; mesh.triangles().len()],
-            corners: Corners::new(mesh.triangles(), n),
+            corners: Incidence::new(n, &corners(mesh.triangles())),
             spring_terms: vec![Vec3::zeros(); edges.len()],
-            edge_corners: Corners::new(&edges.iter().map(|e| e.ends).collect::<Vec<_>>(), n),
+            edge_corners: Incidence::new(
+                n,
+                &corners(&edges.iter().map(|e| e.ends).collect::<Vec<_>>()),
+            ),
             edges,
             triangle_terms: material.in_plane == InPlaneModel::AsRigidAsPossible
                 || material.strain_limits.is_some()
                 || material.area_limits.is_some(),
             curvature_terms: vec![Vec3::zeros(); curvature.len()],
-            curvature_incidence: RowIncidence::new(&curvature, n),
+            curvature_incidence: Incidence::new(
+                n,
+                &curvature
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(k, r)| r.stencil.iter().map(move |&(v, c)| (v, (k as u32, c))))
+                    .collect::<Vec<_>>(),
+            ),
             curvature,
             mesh,
         })

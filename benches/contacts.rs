@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bevy_deformable::sim::contact::{
-    BodyBvh, ContactLcp, LcpSettings, SoftSurface, detect_edge_contacts, detect_soft_contacts,
-    fit_edge_bvh, fit_surface_bvh,
+    BodyBvh, ContactLcp, LcpSettings, SoftSurface, SurfaceShape, detect_edge_contacts,
+    detect_soft_contacts, fit_edge_bvh, fit_surface_bvh,
 };
 use bevy_deformable::sim::{
     MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3, WorldSettings,
@@ -174,18 +174,19 @@ fn broadphase(resolution: usize, edges_on: bool) -> (usize, f64) {
     let (mut bvh_a, mut bvh_b) = (BodyBvh::default(), BodyBvh::default());
     let (mut scratch, mut pairs, mut out, mut edges) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let shape = SurfaceShape::Tet(&mesh);
     let mut run = || {
-        fit_surface_bvh(&mut bvh_a, &mesh, &a, &moved_a, 0.01, &mut scratch);
-        fit_surface_bvh(&mut bvh_b, &mesh, &b, &b, 0.01, &mut scratch);
+        fit_surface_bvh(&mut bvh_a, shape, &a, &moved_a, 0.01, &mut scratch);
+        fit_surface_bvh(&mut bvh_b, shape, &b, &b, 0.01, &mut scratch);
         if edges_on {
-            fit_edge_bvh(&mut bvh_a, &mesh, &a, &moved_a, 0.01);
-            fit_edge_bvh(&mut bvh_b, &mesh, &b, &b, 0.01);
+            fit_edge_bvh(&mut bvh_a, shape, &a, &moved_a, 0.01);
+            fit_edge_bvh(&mut bvh_b, shape, &b, &b, 0.01);
         }
         out.clear();
         edges.clear();
         let sa = SoftSurface {
             body: 0,
-            mesh: &mesh,
+            shape,
             x_start: &a,
             x_end: &moved_a,
             x_reference: &a,
@@ -193,7 +194,7 @@ fn broadphase(resolution: usize, edges_on: bool) -> (usize, f64) {
         };
         let sb = SoftSurface {
             body: 1,
-            mesh: &mesh,
+            shape,
             x_start: &b,
             x_end: &b,
             x_reference: &b,

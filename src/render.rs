@@ -65,6 +65,38 @@ pub(crate) fn mesh_positions(mesh: &Mesh) -> Option<Vec<sim::Vec3>> {
     }
 }
 
+/// The triangles of a triangle-list mesh (indexed, or consecutive vertex triples), those
+/// whose corners at `rest` (m) span no area left out (a UV sphere's poles): they draw nothing,
+/// and the world refuses a degenerate drawn triangle. `None` for another topology.
+pub(crate) fn mesh_triangles(mesh: &Mesh, rest: &[sim::Vec3]) -> Option<Vec<[u32; 3]>> {
+    if mesh.primitive_topology() != PrimitiveTopology::TriangleList {
+        return None;
+    }
+    let corners: Vec<u32> = match mesh.indices() {
+        Some(indices) => indices.iter().map(|i| i as u32).collect(),
+        None => (0..rest.len() as u32).collect(),
+    };
+    let spans_area = |t: &[u32; 3]| {
+        let [a, b, c] = t.map(|i| rest.get(i as usize).copied());
+        let (Some(a), Some(b), Some(c)) = (a, b, c) else {
+            // Out of range: kept, for the world to refuse by name.
+            return true;
+        };
+        let longest = [b - a, c - b, a - c]
+            .iter()
+            .map(|e| e.norm_squared())
+            .fold(0.0, f64::max);
+        (b - a).cross(&(c - a)).norm() > 1e-8 * longest
+    };
+    Some(
+        corners
+            .chunks_exact(3)
+            .map(|t| [t[0], t[1], t[2]])
+            .filter(spans_area)
+            .collect(),
+    )
+}
+
 /// Evaluates the embedded points at `x` into `out` (m, world) and returns their mean.
 pub(crate) fn record_points(
     points: &[EmbeddedPoint],

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::embed_points;
 use bevy_deformable::sim::{
     BodyDesc, EmbeddedPoint, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3,
@@ -171,4 +172,184 @@ fn a_drawn_sphere_rests_on_bars_that_fit_between_its_cage_vertices() {
             1.5 * nearest
         );
     }
+}
+
+/// The boundary of a `cells`-cell lattice cube of half-size `half` (m) as a drawn mesh: its
+/// surface vertices (rest frame) and triangles over them.
+fn drawn_box(half: f64, cells: usize) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let lattice = TetMesh::cuboid(Vec3::repeat(half), cells);
+    let surface = lattice.surface_vertices();
+    let mut index = vec![u32::MAX; lattice.vertex_count()];
+    for (i, &v) in surface.iter().enumerate() {
+        index[v as usize] = i as u32;
+    }
+    let points = surface
+        .iter()
+        .map(|&v| lattice.rest_positions()[v as usize])
+        .collect();
+    let triangles = lattice
+        .surface_triangles()
+        .iter()
+        .map(|t| t.map(|v| index[v as usize]))
+        .collect();
+    (points, triangles)
+}
+
+/// How two drawn bodies end ([`stacked_drawn_boxes`]).
+struct DrawnStack {
+    /// The closest the upper body's drawn points come to the lower body's drawn triangles (m).
+    gap: f64,
+    /// Pairs of drawn triangles of the two bodies that cross each other.
+    crossings: usize,
+    /// The lowest drawn point of the lower body (m above the floor).
+    lowest: f64,
+}
+
+/// Two rubber boxes drawn 5 cm inside their cages (0.15 m drawn half-size in a 2-cell cage of
+/// 0.2 m), the lower on the floor, the upper dropped 3 cm onto it and moved `shift` (m) along
+/// x; how they are after 2 s. With `mesh`, the drawn triangles are given
+/// ([`SoftWorld::set_drawn_mesh`]); without, only the points ([`SoftWorld::set_drawn_surface`]).
+fn stacked_drawn_boxes(mesh: bool, shift: f64) -> DrawnStack {
+    let cage = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 2));
+    let (points, triangles) = drawn_box(0.15, 6);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
+        .unwrap();
+    let desc = |p: Vec3| {
+        let d = BodyDesc::new(cage.clone(), MaterialParams::RUBBER).with_position(p);
+        if mesh {
+            d.with_drawn_mesh(points.clone(), triangles.clone())
+        } else {
+            d.with_drawn_surface(points.clone())
+        }
+    };
+    let lower = world
+        .add_body_from(&desc(Vec3::new(0.0, 0.15, 0.0)))
+        .unwrap();
+    let upper = world
+        .add_body_from(&desc(Vec3::new(shift, 0.15 + 0.3 + 0.03, 0.0)))
+        .unwrap();
+    for _ in 0..120 {
+        let report = world.step(1.0 / 60.0).unwrap();
+        assert!(report.frozen.is_empty(), "{:?}", report.frozen);
+    }
+    let embedded = embed_points(&cage, &points);
+    let drawn = |h| -> Vec<Vec3> {
+        let x = world.positions(h).unwrap();
+        embedded.iter().map(|p| p.position(x)).collect()
+    };
+    let (low, up) = (drawn(lower), drawn(upper));
+    let corners = |x: &[Vec3], t: &[u32; 3]| t.map(|v| x[v as usize]);
+    let mut gap = f64::INFINITY;
+    for p in &up {
+        for t in &triangles {
+            let [a, b, c] = corners(&low, t);
+            gap = gap.min((p - closest_point_on_triangle(p, &a, &b, &c).1).norm());
+        }
+    }
+    let crossings = triangles
+        .iter()
+        .map(|t| {
+            let t = corners(&up, t);
+            triangles
+                .iter()
+                .filter(|u| common::triangles_intersect(&t, &corners(&low, u)))
+                .count()
+        })
+        .sum();
+    let lowest = low.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+    DrawnStack {
+        gap,
+        crossings,
+        lowest,
+    }
+}
+
+#[test]
+fn two_drawn_boxes_rest_on_each_other_by_their_drawn_surfaces() {
+    for shift in [0.0, 0.05] {
+        let stack = stacked_drawn_boxes(true, shift);
+        assert_eq!(stack.crossings, 0, "shift {shift}");
+        assert!(
+            stack.gap <= 2e-3,
+            "shift {shift}: drawn surfaces {:.2} mm apart",
+            stack.gap * 1e3
+        );
+        assert!(stack.lowest.abs() <= 1e-3, "lower box at {}", stack.lowest);
+    }
+}
+
+#[test]
+fn without_the_drawn_triangles_the_cages_hold_the_drawn_boxes_apart() {
+    // What the drawn mesh fixes: the cages meet, 5 cm outside each drawn box.
+    let stack = stacked_drawn_boxes(false, 0.0);
+    assert!(
+        stack.gap > 0.05,
+        "drawn surfaces {:.2} mm apart",
+        stack.gap * 1e3
+    );
+}
+
+#[test]
+fn a_bad_drawn_mesh_is_a_typed_error_and_the_body_is_unchanged() {
+    let cage = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 2));
+    let (points, triangles) = drawn_box(0.15, 2);
+    let embedded = embed_points(&cage, &points);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    let h = world
+        .add_body(cage.clone(), MaterialParams::RUBBER, Vec3::zeros())
+        .unwrap();
+    let proxies = world.proxies(h).unwrap().to_vec();
+    let with = |f: &dyn Fn(&mut Vec<[u32; 3]>)| {
+        let mut t = triangles.clone();
+        f(&mut t);
+        t
+    };
+    let n = points.len() as u32;
+    /// Triangles, and whether the error is the one they must give.
+    type Case = (Vec<[u32; 3]>, fn(&WorldError) -> bool);
+    let cases: [Case; 4] = [
+        (with(&|t| t[5][1] = n), |e| {
+            matches!(e, WorldError::DrawnTriangleOutOfRange { index: 5 })
+        }),
+        (with(&|t| t[3] = [0, 1, 0]), |e| {
+            matches!(e, WorldError::DegenerateDrawnTriangle { index: 3 })
+        }),
+        (Vec::new(), |e| matches!(e, WorldError::EmptyDrawnSurface)),
+        // Three points on one edge of the box: no area.
+        (
+            {
+                let on_edge: Vec<u32> = (0..n)
+                    .filter(|&i| {
+                        let p = points[i as usize];
+                        (p.x + 0.15).abs() < 1e-9 && (p.y + 0.15).abs() < 1e-9
+                    })
+                    .collect();
+                with(&|t| t[7] = [on_edge[0], on_edge[1], on_edge[2]])
+            },
+            |e| matches!(e, WorldError::DegenerateDrawnTriangle { index: 7 }),
+        ),
+    ];
+    for (i, (bad, expected)) in cases.into_iter().enumerate() {
+        let e = world.set_drawn_mesh(h, embedded.clone(), bad).unwrap_err();
+        assert!(expected(&e), "case {i}: {e:?}");
+        assert_eq!(world.proxies(h).unwrap(), &proxies[..], "case {i}");
+    }
+    let mut nan = embedded.clone();
+    nan[2].weights[0] = f64::NAN;
+    assert!(matches!(
+        world.set_drawn_mesh(h, nan, triangles.clone()),
+        Err(WorldError::InvalidValue { .. })
+    ));
+    assert_eq!(world.proxies(h).unwrap(), &proxies[..]);
+    // Triangles without points, through a description: refused, no body added.
+    let before = world.bodies().count();
+    let mut desc = BodyDesc::new(cage, MaterialParams::RUBBER);
+    desc.drawn_triangles = triangles;
+    assert!(matches!(
+        world.add_body_from(&desc),
+        Err(WorldError::EmptyDrawnSurface)
+    ));
+    assert_eq!(world.bodies().count(), before);
 }

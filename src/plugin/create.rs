@@ -83,6 +83,7 @@ fn describe(
         attachments,
         proxies,
         drawn_surface: Vec::new(),
+        drawn_triangles: Vec::new(),
         velocity: initial_velocity.map_or_else(sim::Vec3::zeros, |v| to_sim(v.0)),
     })
 }
@@ -132,14 +133,17 @@ fn create_body(
     Ok((h, world.world.mesh(h)?.clone()))
 }
 
-/// Makes body `h` collide with obstacles by its drawn mesh's `points` (embedded in its tets),
-/// if none lies further outside the tet mesh than [`sim::MAX_DRAWN_EXTRAPOLATION`]; otherwise
-/// warns and leaves the tet vertices colliding.
+/// Makes body `h` collide by its drawn mesh: its `points` (embedded in its tets) against
+/// obstacles, and with its `triangles` against other bodies, if no point lies further outside
+/// the tet mesh than [`sim::MAX_DRAWN_EXTRAPOLATION`]; otherwise warns and leaves the tet mesh
+/// colliding. A mesh the world refuses as a drawn mesh (a degenerate triangle, no triangles)
+/// collides by its points with obstacles only, with a warning.
 fn collide_by_drawn_mesh(
     world: &mut DeformableWorld,
     h: BodyHandle,
     entity: Entity,
     points: &[sim::EmbeddedPoint],
+    triangles: Option<Vec<[u32; 3]>>,
 ) {
     if let Some(index) = points
         .iter()
@@ -150,6 +154,15 @@ fn collide_by_drawn_mesh(
              the tet vertices collide instead"
         );
         return;
+    }
+    if let Some(triangles) = triangles {
+        match world.world.set_drawn_mesh(h, points.to_vec(), triangles) {
+            Ok(()) => return,
+            Err(e) => warn!(
+                "deformable body {entity}: {e}; its drawn points collide with obstacles, its \
+                 tet surface with other bodies"
+            ),
+        }
     }
     if let Err(e) = world.world.set_drawn_surface(h, points.to_vec()) {
         warn!("deformable body {entity}: {e}; the tet vertices collide instead");
@@ -256,10 +269,17 @@ pub(super) fn create_bodies(
                     Some((p, copy)) => {
                         let s = to_sim(transform.scale);
                         let rest: Vec<sim::Vec3> = p.iter().map(|q| q.component_mul(&s)).collect();
+                        // A mirroring scale turns the triangles inside out.
+                        let mirrored = s.x * s.y * s.z < 0.0;
+                        let triangles = render::mesh_triangles(&copy, &rest).map(|t| {
+                            t.into_iter()
+                                .map(|[a, b, c]| if mirrored { [a, c, b] } else { [a, b, c] })
+                                .collect()
+                        });
                         commands.entity(entity).insert(Mesh3d(meshes.add(copy)));
                         let points = sim::embed::embed_points(&mesh, &rest);
                         if matches!(proxy, CollisionProxy::Drawn) {
-                            collide_by_drawn_mesh(&mut world, h, entity, &points);
+                            collide_by_drawn_mesh(&mut world, h, entity, &points, triangles);
                         }
                         points
                     }

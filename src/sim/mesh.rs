@@ -647,7 +647,7 @@ impl TetMesh {
 }
 
 /// Per-vertex sorted neighbours along boundary edges, as `(starts, list)`.
-fn surface_rings(n: usize, surface: &[[u32; 3]]) -> (Vec<u32>, Vec<u32>) {
+pub(crate) fn surface_rings(n: usize, surface: &[[u32; 3]]) -> (Vec<u32>, Vec<u32>) {
     let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(6 * surface.len());
     for t in surface {
         for k in 0..3 {

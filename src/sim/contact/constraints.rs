@@ -33,15 +33,18 @@
 //! surface puts dozens of points in each cage tet near a floor. Measured on that bunny (180
 //! steps resting, release, every point in the margin given a row): one row per tet 1.7 s with
 //! the residual stuck at 7e-2; two 2.0 s (6e-3); three 2.1 s (8e-4, as unlimited); four 2.6 s.
-//! One-vertex rows and soft-soft rows follow the rules above either way.
+//! One-vertex rows and soft-soft rows of tet surfaces follow the rules above either way. A
+//! soft-soft row over a drawn surface's embedded points ([`RowDecoupler::add_shared`]) shares
+//! vertices like an embedded obstacle row where rows are coupled, counted per point tet and
+//! pair of bodies; decoupled, its caller reduces it to two carrier vertices first.
 //!
 //! Pinned vertices are always terms of the right-hand side. A row whose free coefficients carry
 //! less than a tenth of its squared norm (held or pinned vertices carry the rest) is dropped: it
 //! would move its vertices by ten times its violation or more.
 
 use crate::sim::math::Vec3;
-use crate::sim::qp::ConstraintRow;
 use crate::sim::qp::groups::MAX_ROWS_PER_VERTEX;
+use crate::sim::qp::{ConstraintRow, MAX_ROW_VERTICES};
 
 /// Most coupled rows over one set of vertices against one obstacle (see the module docs).
 pub const MAX_COUPLED_ROWS_PER_TET: u8 = 3;
@@ -68,7 +71,7 @@ pub struct RowTerm {
 }
 
 /// What a row is against, for the corner rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RowSource {
     /// An obstacle (its index).
     Obstacle(u32),
@@ -101,6 +104,30 @@ pub struct RowSpec {
     pub hold: bool,
 }
 
+/// Whether a multi-vertex row may share its vertices where rows are coupled, and what counts
+/// it against [`MAX_COUPLED_ROWS_PER_TET`].
+#[derive(Debug, Clone, Copy)]
+enum Sharing {
+    /// It may not (soft-soft and edge rows of tet surfaces).
+    None,
+    /// It may, counted by all its unknowns (an embedded point's obstacle row).
+    AllTerms,
+    /// It may, counted by the unknowns of its first terms (a drawn point's tet).
+    LeadingTerms(usize),
+}
+
+impl Sharing {
+    /// `None` where the row may not share; else `Some(None)` to count it by all its unknowns,
+    /// `Some(Some(n))` by those of its first `n` terms.
+    fn key_terms(self) -> Option<Option<usize>> {
+        match self {
+            Sharing::None => None,
+            Sharing::AllTerms => Some(None),
+            Sharing::LeadingTerms(n) => Some(Some(n)),
+        }
+    }
+}
+
 /// Admits decoupled rows over the unknowns of a QP (see the module docs).
 #[derive(Debug, Clone, Default)]
 pub struct RowDecoupler {
@@ -112,8 +139,8 @@ pub struct RowDecoupler {
     sources: Vec<(RowSource, Vec3)>,
     /// Whether multi-vertex obstacle rows may share vertices (see the module docs).
     coupled: bool,
-    /// Coupled rows admitted per (sorted unknowns, obstacle).
-    per_tet: std::collections::HashMap<([u32; 4], u32), u8>,
+    /// Coupled rows admitted per (sorted unknowns, source).
+    per_tet: std::collections::HashMap<([u32; MAX_ROW_VERTICES], RowSource), u8>,
 }
 
 impl RowDecoupler {
@@ -176,8 +203,39 @@ impl RowDecoupler {
         rows: &mut Vec<ConstraintRow>,
         held: &mut Vec<(u32, u32, Vec3)>,
     ) -> bool {
+        let sharing = match spec.source {
+            RowSource::Obstacle(_) => Sharing::AllTerms,
+            _ => Sharing::None,
+        };
+        self.add_with(terms, spec, sharing, rows, held)
+    }
+
+    /// [`RowDecoupler::add`] for a soft-soft row over embedded points (a drawn surface's
+    /// point against another body's drawn triangle): reset with `coupled`, it shares its
+    /// vertices like an embedded obstacle row, up to [`MAX_COUPLED_ROWS_PER_TET`] whose first
+    /// `key_terms` terms (the point's tet) have the same unknowns, from the same pair of
+    /// bodies; otherwise it is admitted as [`RowDecoupler::add`] admits a soft row.
+    pub fn add_shared(
+        &mut self,
+        terms: &[RowTerm],
+        key_terms: usize,
+        spec: RowSpec,
+        rows: &mut Vec<ConstraintRow>,
+        held: &mut Vec<(u32, u32, Vec3)>,
+    ) -> bool {
+        self.add_with(terms, spec, Sharing::LeadingTerms(key_terms), rows, held)
+    }
+
+    fn add_with(
+        &mut self,
+        terms: &[RowTerm],
+        spec: RowSpec,
+        sharing: Sharing,
+        rows: &mut Vec<ConstraintRow>,
+        held: &mut Vec<(u32, u32, Vec3)>,
+    ) -> bool {
         let held_start = held.len();
-        let admitted = self.admit(terms, spec, rows, held);
+        let admitted = self.admit(terms, spec, sharing, rows, held);
         if !admitted {
             held.truncate(held_start);
         }
@@ -188,6 +246,7 @@ impl RowDecoupler {
         &mut self,
         terms: &[RowTerm],
         spec: RowSpec,
+        sharing: Sharing,
         rows: &mut Vec<ConstraintRow>,
         held: &mut Vec<(u32, u32, Vec3)>,
     ) -> bool {
@@ -241,13 +300,20 @@ impl RowDecoupler {
             let u = self.uses[d] as usize;
             self.vertex_rows[d][u] = j;
             self.uses[d] += 1;
-        } else if let (true, RowSource::Obstacle(o)) = (self.coupled, source) {
+        } else if let (true, Some(key_terms)) = (self.coupled, sharing.key_terms()) {
             // Admitted whatever uses its vertices (the dual takes rows that share them), up to
-            // a few per tet and obstacle.
-            let mut key = [u32::MAX; 4];
-            key[..row.len as usize].copy_from_slice(&row.vertices[..row.len as usize]);
+            // a few per tet and source.
+            let mut key = [u32::MAX; MAX_ROW_VERTICES];
+            match key_terms {
+                None => key[..row.len as usize].copy_from_slice(&row.vertices[..row.len as usize]),
+                Some(n) => {
+                    for (k, t) in key.iter_mut().zip(&terms[..n]) {
+                        *k = t.unknown.unwrap_or(u32::MAX);
+                    }
+                }
+            }
             key.sort_unstable();
-            let count = self.per_tet.entry((key, o)).or_insert(0);
+            let count = self.per_tet.entry((key, source)).or_insert(0);
             if *count >= MAX_COUPLED_ROWS_PER_TET {
                 return false;
             }

@@ -35,6 +35,7 @@
 
 use super::broadphase::{BodyBvh, candidate_edge_pairs};
 use super::soft::SoftSurface;
+use super::surface_shape::SurfaceShape;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 
@@ -113,15 +114,16 @@ impl EdgeContact {
 }
 
 /// Fits `bvh`'s edge tree to a body's motion from `x_start` to `x_end` (m): its boundary
-/// edges, grown so that pairs within `margin` (m) are candidates.
+/// edges (none for a drawn surface), grown so that pairs within `margin` (m) are candidates.
 pub fn fit_edge_bvh(
     bvh: &mut BodyBvh,
-    mesh: &TetMesh,
+    shape: SurfaceShape<'_>,
     x_start: &[Vec3],
     x_end: &[Vec3],
     margin: f64,
 ) {
-    bvh.update_edges(x_start, x_end, mesh.surface_edges(), margin);
+    let edges = shape.tet().map_or(&[][..], TetMesh::surface_edges);
+    bvh.update_edges(x_start, x_end, edges, margin);
 }
 
 /// How a unit direction `d` leaves a body at one of its boundary edges.
@@ -226,12 +228,16 @@ pub fn detect_edge_contacts(
     pairs: &mut Vec<(u32, u32)>,
     out: &mut Vec<EdgeContact>,
 ) {
+    // Drawn surfaces have no edge contacts (`super::surface_shape`).
+    let (Some(mesh_a), Some(mesh_b)) = (a.shape.tet(), b.shape.tet()) else {
+        return;
+    };
     let self_collision = a.body == b.body;
     candidate_edge_pairs(a.bvh, b.bvh, pairs);
-    let (edges_a, edges_b) = (a.mesh.surface_edges(), b.mesh.surface_edges());
+    let (edges_a, edges_b) = (mesh_a.surface_edges(), mesh_b.surface_edges());
     for &(i, j) in pairs.iter() {
         let (ea, eb) = (edges_a[i as usize], edges_b[j as usize]);
-        if self_collision && a.mesh.are_near_edges(&ea, &eb) {
+        if self_collision && mesh_a.are_near_edges(&ea, &eb) {
             continue;
         }
         let [a0, a1] = ea.map(|v| a.x_start[v as usize]);
@@ -256,10 +262,10 @@ pub fn detect_edge_contacts(
         // The normal leaves the second body through its edge and enters the first through its
         // edge (`edges_pair`).
         let n = offset / distance;
-        let exit = |s: &SoftSurface<'_>, e: u32, d: &Vec3| {
-            exit_through_edge(s.mesh, s.x_start, e as usize, d)
+        let exit = |m: &TetMesh, s: &SoftSurface<'_>, e: u32, d: &Vec3| {
+            exit_through_edge(m, s.x_start, e as usize, d)
         };
-        if !edges_pair(exit(a, i, &-n), exit(b, j, &n), draped) {
+        if !edges_pair(exit(mesh_a, a, i, &-n), exit(mesh_b, b, j, &n), draped) {
             continue;
         }
         let mut contact = EdgeContact {

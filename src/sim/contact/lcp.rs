@@ -60,9 +60,9 @@
 use super::regions::ContactRegions;
 use crate::sim::math::{Mat3, Vec3};
 
-/// Most vertices one contact may act on (a proxy embedded in a tet, four, against a triangle,
-/// three; one spare).
-pub const MAX_TERMS: usize = 8;
+/// Most vertices one contact may act on: a drawn point embedded in a tet (four) against a
+/// drawn triangle whose three corners are embedded in tets (four each).
+pub const MAX_TERMS: usize = 16;
 
 /// How friction is bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -48,6 +48,7 @@ pub mod point_triangle;
 pub mod regions;
 pub mod rigid;
 pub mod soft;
+pub mod surface_shape;
 #[cfg(test)]
 mod test_body;
 
@@ -62,3 +63,4 @@ pub use point_triangle::{PointTriangleContact, closest_point_on_triangle, point_
 pub use regions::ContactRegions;
 pub use rigid::{CouplingResponse, RigidCoupling};
 pub use soft::{SoftContact, SoftSurface, detect_soft_contacts, fit_surface_bvh};
+pub use surface_shape::{DrawnMesh, SurfaceShape};

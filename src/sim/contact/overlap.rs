@@ -112,7 +112,7 @@ fn cast(
     hits: &mut Vec<u32>,
 ) -> (usize, Option<(u32, f64, [f64; 3])>) {
     bvh.triangles_along_ray(origin, dir, hits);
-    let triangles = b.mesh.surface_triangles();
+    let triangles = b.shape.triangles();
     let mut count = 0;
     let mut nearest: Option<(u32, f64, [f64; 3])> = None;
     for &t in hits.iter() {
@@ -139,7 +139,7 @@ fn region_contact(
 ) -> Option<SoftContact> {
     let (_, nearest) = cast(b, b.bvh, &a.x_start[vertex as usize], normal, hits);
     let (t, _, weights) = nearest?;
-    let tri = b.mesh.surface_triangles()[t as usize];
+    let tri = b.shape.triangles()[t as usize];
     let q_end: Vec3 = (0..3).map(|k| weights[k] * b.x_end[tri[k] as usize]).sum();
     Some(SoftContact {
         vertex_body: a.body,
@@ -157,7 +157,8 @@ fn region_contact(
 /// `out[first..]` holds the point-triangle contacts of `a`'s vertices with `b` that
 /// [`super::detect_soft_contacts`] just found; where a deep region exists, those on or behind
 /// their triangle are rewritten with the region normal and the deep vertices' contacts are
-/// appended. Returns the number of deep vertices (0: nothing changed).
+/// appended. Returns the number of deep vertices (0: nothing changed, as for a surface that
+/// is not closed).
 pub fn detect_deep_overlap(
     a: &SoftSurface<'_>,
     b: &SoftSurface<'_>,
@@ -165,7 +166,9 @@ pub fn detect_deep_overlap(
     scratch: &mut OverlapScratch,
     out: &mut Vec<SoftContact>,
 ) -> usize {
-    if a.body == b.body {
+    // A ray's crossings tell the inside of a closed surface only (a drawn mesh may be open),
+    // and the region normal needs `a`'s patch to close the overlap.
+    if a.body == b.body || !a.shape.is_closed() || !b.shape.is_closed() {
         return 0;
     }
     let seeds = out[first..]
@@ -193,7 +196,7 @@ pub fn detect_deep_overlap(
     while next < queue.len() {
         let v = queue[next];
         next += 1;
-        for &w in a.mesh.surface_ring(v) {
+        for &w in a.shape.ring(v) {
             if state[w as usize] != UNKNOWN {
                 continue;
             }
@@ -213,8 +216,8 @@ pub fn detect_deep_overlap(
     // 3. The region normal: minus the vector area of the patch inside `b`.
     let inside = |v: u32| matches!(state[v as usize], SHALLOW | DEEP);
     let area: Vec3 = a
-        .mesh
-        .surface_triangles()
+        .shape
+        .triangles()
         .iter()
         .filter(|t| t.iter().all(|&v| inside(v)))
         .map(|t| {
@@ -247,7 +250,7 @@ pub fn detect_deep_overlap(
     let mut best: Option<(f64, Vec3)> = None;
     for n in &candidates[..count] {
         let mut reach = 0.0f64;
-        for &v in a.mesh.surface_vertices() {
+        for &v in a.shape.vertices() {
             if !inside(v) {
                 continue;
             }
@@ -277,7 +280,7 @@ pub fn detect_deep_overlap(
             *c = region;
         }
     }
-    for &v in a.mesh.surface_vertices() {
+    for &v in a.shape.vertices() {
         if state[v as usize] == DEEP
             && let Some(contact) = region_contact(a, b, v, &normal, hits)
         {

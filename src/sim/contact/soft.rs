@@ -1,5 +1,7 @@
-//! Narrowphase between soft bodies: surface vertices of one body against boundary triangles of
-//! another, or of the same body (self-collision).
+//! Narrowphase between soft bodies: surface points of one body against surface triangles of
+//! another, or of the same body (self-collision). A body's surface is its tet mesh's boundary
+//! or the triangle mesh it is drawn with ([`super::surface_shape`]); "vertex" below is a
+//! surface point of either.
 //!
 //! Each candidate pair of the broadphase ([`super::candidate_pairs`]) becomes the point-triangle
 //! contact of eq. (8) of Li et al. 2015 ([`super::point_triangle_contact`]): closest
@@ -28,14 +30,14 @@
 //! equally close triangle can have an inside vertex in front of it.
 //!
 //! Self-collision skips a vertex's own triangles and those of its one-ring
-//! ([`crate::sim::TetMesh::is_near_triangle`]), and takes a pair only if the vertex is on the
+//! ([`SurfaceShape::is_near_triangle`]), and takes a pair only if the vertex is on the
 //! outer side of the triangle where the step starts (`x_reference`): on a convex patch every
 //! vertex lies slightly behind the planes of the triangles two rings away, which is no contact.
 
 use super::broadphase::{BodyBvh, candidate_pairs};
 use super::point_triangle::point_triangle_contact;
+use super::surface_shape::SurfaceShape;
 use crate::sim::math::Vec3;
-use crate::sim::mesh::TetMesh;
 
 /// A surface vertex of one body against a boundary triangle of another body, or of the same
 /// body.
@@ -43,13 +45,14 @@ use crate::sim::mesh::TetMesh;
 pub struct SoftContact {
     /// Body of the vertex (an index chosen by the caller).
     pub vertex_body: u32,
-    /// The vertex, an index into its body's mesh.
+    /// The vertex: a surface point of its body (a mesh vertex, or a drawn point where the body
+    /// is drawn, [`SurfaceShape`]).
     pub vertex: u32,
     /// Body of the triangle.
     pub triangle_body: u32,
-    /// The triangle, an index into that body's boundary triangles.
+    /// The triangle, an index into that body's surface triangles.
     pub triangle: u32,
-    /// The triangle's vertices (indices into its body's mesh).
+    /// The triangle's corners (surface points of its body, like [`SoftContact::vertex`]).
     pub triangle_vertices: [u32; 3],
     /// Barycentric weights of the closest point, frozen at detection.
     pub weights: [f64; 3],
@@ -68,7 +71,8 @@ impl SoftContact {
         self.vertex_body == self.triangle_body
     }
 
-    /// The signed gap `n' (p - sum_k w_k x_k)` (m) at vertex positions of the two bodies.
+    /// The signed gap `n' (p - sum_k w_k x_k)` (m) at surface point positions of the two
+    /// bodies.
     pub fn gap(&self, vertex_x: &[Vec3], triangle_x: &[Vec3]) -> f64 {
         let q: Vec3 = (0..3)
             .map(|k| self.weights[k] * triangle_x[self.triangle_vertices[k] as usize])
@@ -82,16 +86,18 @@ impl SoftContact {
 pub struct SoftSurface<'a> {
     /// The body's index, stored in the contacts.
     pub body: u32,
-    /// Its mesh (surface vertices, triangles and one-rings).
-    pub mesh: &'a TetMesh,
-    /// Vertex positions where the motion starts (m).
+    /// Its surface (points, triangles and one-rings).
+    pub shape: SurfaceShape<'a>,
+    /// Surface point positions where the motion starts (m; for a tet surface, the vertex
+    /// positions).
     pub x_start: &'a [Vec3],
-    /// Vertex positions where the motion ends (m): the prediction, or `x_start` again for a
-    /// test at one configuration.
+    /// Surface point positions where the motion ends (m): the prediction, or `x_start` again
+    /// for a test at one configuration.
     pub x_end: &'a [Vec3],
-    /// Positions at the start of the time step (m), for the self-collision side test.
+    /// Surface point positions at the start of the time step (m), for the self-collision side
+    /// test.
     pub x_reference: &'a [Vec3],
-    /// Its BVHs, fitted to the motion from `x_start` to `x_end` (proxies: its surface vertices).
+    /// Its BVHs, fitted to the motion from `x_start` to `x_end` (proxies: its surface points).
     pub bvh: &'a BodyBvh,
 }
 
@@ -112,8 +118,8 @@ pub fn detect_soft_contacts(
         return;
     }
     candidate_pairs(a.bvh, b.bvh, pairs);
-    let vertices = a.mesh.surface_vertices();
-    let triangles = b.mesh.surface_triangles();
+    let vertices = a.shape.vertices();
+    let triangles = b.shape.triangles();
     // Pairs are sorted by proxy: per vertex, the closest triangle among those it touches, and
     // the closest among those it touches from the front.
     let mut found = Closest::default();
@@ -125,7 +131,7 @@ pub fn detect_soft_contacts(
         }
         let vertex = vertices[p as usize];
         let tri = triangles[t as usize];
-        if self_collision && a.mesh.is_near_triangle(vertex, &tri) {
+        if self_collision && a.shape.is_near_triangle(vertex, &tri) {
             continue;
         }
         let ps = a.x_start[vertex as usize];
@@ -248,31 +254,33 @@ impl Closest {
     }
 }
 
-/// Fits `bvh` to a body's motion: proxies are its surface vertices. `scratch` is reused.
+/// Fits `bvh` to a body's motion from surface point positions `x_start` to `x_end` (m):
+/// proxies are its surface points. `scratch` is reused.
 pub fn fit_surface_bvh(
     bvh: &mut BodyBvh,
-    mesh: &TetMesh,
+    shape: SurfaceShape<'_>,
     x_start: &[Vec3],
     x_end: &[Vec3],
     margin: f64,
     scratch: &mut Vec<Vec3>,
 ) {
-    let vertices = mesh.surface_vertices();
+    let vertices = shape.vertices();
     scratch.clear();
     scratch.extend(vertices.iter().map(|&v| x_start[v as usize]));
     if std::ptr::eq(x_start, x_end) {
         // At rest over the "motion" (between PD iterations): half the points per box.
-        bvh.update(scratch, x_start, mesh.surface_triangles(), margin);
+        bvh.update(scratch, x_start, shape.triangles(), margin);
         return;
     }
     scratch.extend(vertices.iter().map(|&v| x_end[v as usize]));
     let (start, end) = scratch.split_at(vertices.len());
-    bvh.update_swept(start, end, x_start, x_end, mesh.surface_triangles(), margin);
+    bvh.update_swept(start, end, x_start, x_end, shape.triangles(), margin);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::mesh::TetMesh;
     use crate::sim::test_rng::Rng;
 
     use crate::sim::contact::test_body::MovingBody as Body;

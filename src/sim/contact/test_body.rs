@@ -4,6 +4,7 @@
 use super::broadphase::BodyBvh;
 use super::edge_edge::fit_edge_bvh;
 use super::soft::{SoftSurface, fit_surface_bvh};
+use super::surface_shape::SurfaceShape;
 use crate::sim::math::Vec3;
 use crate::sim::mesh::TetMesh;
 
@@ -39,13 +40,19 @@ impl MovingBody {
         let margin = 0.01;
         fit_surface_bvh(
             &mut body.bvh,
-            &body.mesh,
+            SurfaceShape::Tet(&body.mesh),
             &body.start,
             &body.end,
             margin,
             &mut Vec::new(),
         );
-        fit_edge_bvh(&mut body.bvh, &body.mesh, &body.start, &body.end, margin);
+        fit_edge_bvh(
+            &mut body.bvh,
+            SurfaceShape::Tet(&body.mesh),
+            &body.start,
+            &body.end,
+            margin,
+        );
         body
     }
 
@@ -53,7 +60,7 @@ impl MovingBody {
     pub fn surface(&self, body: u32) -> SoftSurface<'_> {
         SoftSurface {
             body,
-            mesh: &self.mesh,
+            shape: SurfaceShape::Tet(&self.mesh),
             x_start: &self.start,
             x_end: &self.end,
             x_reference: &self.start,

@@ -13,7 +13,7 @@
 //!
 //! So `J J'` is block diagonal with blocks of size at most 3 and the operators stay exact.
 
-use super::{ConstraintRow, QpError};
+use super::{ConstraintRow, MAX_ROW_VERTICES, QpError};
 use crate::sim::math::Vec3;
 
 /// Most one-vertex rows that may share a vertex.
@@ -57,10 +57,14 @@ impl RowGroups {
         let mut first_row = std::mem::take(&mut self.marks);
         for (j, row) in rows.iter().enumerate() {
             let finite = row.rhs.is_finite()
-                && row.coeffs[..row.len.min(4) as usize]
+                && row.coeffs[..(row.len as usize).min(MAX_ROW_VERTICES)]
                     .iter()
                     .all(|a| a.iter().all(|c| c.is_finite()));
-            if row.len == 0 || row.len > 4 || !finite || !(row.norm_squared() > 0.0) {
+            if row.len == 0
+                || row.len as usize > MAX_ROW_VERTICES
+                || !finite
+                || !(row.norm_squared() > 0.0)
+            {
                 return Err(QpError::InvalidRow(j));
             }
             for (v, _) in row.entries() {

@@ -28,14 +28,20 @@ use thiserror::Error;
 use super::math::Vec3;
 use groups::RowGroups;
 
-/// One linear inequality `sum_e coeffs[e] . x[vertices[e]] >= rhs` over up to four vertices.
+/// Most vertices a [`ConstraintRow`] may have: an embedded point's four against another
+/// embedded point's four (a drawn surface's point against another body's drawn triangle, in
+/// the contact subspace).
+pub const MAX_ROW_VERTICES: usize = 8;
+
+/// One linear inequality `sum_e coeffs[e] . x[vertices[e]] >= rhs` over up to
+/// [`MAX_ROW_VERTICES`] vertices.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConstraintRow {
     /// Vertex (unknown) indices; only the first `len` are used.
-    pub vertices: [u32; 4],
+    pub vertices: [u32; MAX_ROW_VERTICES],
     /// Coefficient 3-vector of each vertex (for eq. (8): `w_e n`).
-    pub coeffs: [Vec3; 4],
-    /// Number of entries used (1..=4).
+    pub coeffs: [Vec3; MAX_ROW_VERTICES],
+    /// Number of entries used (1..=[`MAX_ROW_VERTICES`]).
     pub len: u8,
     /// Right-hand side `c`.
     pub rhs: f64,
@@ -45,8 +51,16 @@ impl ConstraintRow {
     /// A one-vertex row `n . x_v >= rhs`.
     pub fn single(vertex: u32, normal: Vec3, rhs: f64) -> Self {
         Self {
-            vertices: [vertex, 0, 0, 0],
-            coeffs: [normal, Vec3::zeros(), Vec3::zeros(), Vec3::zeros()],
+            vertices: {
+                let mut v = [0; MAX_ROW_VERTICES];
+                v[0] = vertex;
+                v
+            },
+            coeffs: {
+                let mut c = [Vec3::zeros(); MAX_ROW_VERTICES];
+                c[0] = normal;
+                c
+            },
             len: 1,
             rhs,
         }

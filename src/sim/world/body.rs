@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::report::FreezeReason;
 use super::solver::{NewtonState, Solver};
 use super::workspace::Workspace;
+use crate::sim::contact::{DrawnMesh, SurfaceShape};
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::fem::{FemModel, Lame};
 use crate::sim::material::MaterialParams;
@@ -137,6 +138,9 @@ pub struct SoftBody {
     /// unless the body collides by its drawn surface, where the cage vertices have one
     /// ([`super::drawn`]).
     pub(crate) collider_slack: Vec<f64>,
+    /// The triangle mesh the body touches other bodies with, where it is drawn with one
+    /// ([`super::SoftWorld::set_drawn_mesh`]); `None`: its tet mesh's boundary.
+    pub(crate) drawn: Option<Arc<DrawnMesh>>,
     /// Bodies sharing a group never collide with each other (the soft regions of one
     /// character); `None` collides with every body.
     pub(crate) collision_group: Option<u64>,
@@ -207,6 +211,7 @@ impl SoftBody {
             proxies,
             colliders,
             collider_slack,
+            drawn,
             collision_group,
             grab,
             last_refactor,
@@ -234,6 +239,7 @@ impl SoftBody {
         self.proxies.clone_from(proxies);
         self.colliders.clone_from(colliders);
         self.collider_slack.clone_from(collider_slack);
+        self.drawn.clone_from(drawn);
         self.collision_group = *collision_group;
         self.grab = *grab;
         self.last_refactor = *last_refactor;
@@ -245,6 +251,48 @@ impl SoftBody {
         self.sleep_events = *sleep_events;
         self.last_step.clone_from(last_step);
         self.ws.copy_state_from(ws);
+    }
+}
+
+impl SoftBody {
+    /// The surface the body touches other bodies with: its drawn mesh, or its tet mesh's
+    /// boundary ([`crate::sim::contact::surface_shape`]).
+    pub(crate) fn contact_shape(&self) -> SurfaceShape<'_> {
+        match &self.drawn {
+            Some(d) => SurfaceShape::Drawn(d),
+            None => SurfaceShape::Tet(&self.mesh),
+        }
+    }
+
+    /// The position (m) of surface point `i` (a soft contact's vertex or triangle corner) at
+    /// vertex positions `x` (m).
+    #[inline]
+    pub(crate) fn surface_point(&self, i: u32, x: &[Vec3]) -> Vec3 {
+        match &self.drawn {
+            Some(d) => d.points()[i as usize].position(x),
+            None => x[i as usize],
+        }
+    }
+
+    /// The `(vertex, weight)` terms of surface point `i`: the vertex itself with weight 1 on a
+    /// tet surface, the drawn point's tet vertices with its weights (those of weight 0 left
+    /// out) on a drawn one.
+    #[inline]
+    pub(crate) fn surface_point_terms(&self, i: u32) -> ([(u32, f64); 4], usize) {
+        match &self.drawn {
+            Some(d) => {
+                let p = &d.points()[i as usize];
+                let mut out = ([(0, 0.0); 4], 0);
+                for (&v, &w) in p.vertices.iter().zip(&p.weights) {
+                    if w != 0.0 {
+                        out.0[out.1] = (v, w);
+                        out.1 += 1;
+                    }
+                }
+                out
+            }
+            None => ([(i, 1.0), (0, 0.0), (0, 0.0), (0, 0.0)], 1),
+        }
     }
 }
 
@@ -274,6 +322,7 @@ impl SoftBody {
             proxies,
             colliders,
             collider_slack: Vec::new(),
+            drawn: None,
             collision_group: None,
             grab: None,
             last_refactor: None,

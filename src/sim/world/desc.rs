@@ -66,6 +66,11 @@ pub struct BodyDesc {
     /// safety net ([`SoftWorld::set_drawn_surface`]); `proxies` are then ignored. Empty
     /// (default): the tet mesh collides.
     pub drawn_surface: Vec<Vec3>,
+    /// The drawn surface's triangles (indices into [`BodyDesc::drawn_surface`], outward by the
+    /// right-hand rule). If any, the drawn surface also touches other bodies and itself, in
+    /// place of the tet mesh's surface ([`SoftWorld::set_drawn_mesh`]). Empty (default): only
+    /// obstacle contact follows the drawn surface.
+    pub drawn_triangles: Vec<[u32; 3]>,
     /// The velocity every vertex starts with (m/s).
     pub velocity: Vec3,
 }
@@ -84,6 +89,7 @@ impl BodyDesc {
             attachments: Vec::new(),
             proxies: Vec::new(),
             drawn_surface: Vec::new(),
+            drawn_triangles: Vec::new(),
             velocity: Vec3::zeros(),
         }
     }
@@ -128,6 +134,15 @@ impl BodyDesc {
     /// collide with obstacles instead of the tet mesh (see [`BodyDesc::drawn_surface`]).
     pub fn with_drawn_surface(mut self, points: Vec<Vec3>) -> Self {
         self.drawn_surface = points;
+        self
+    }
+
+    /// Builder: the mesh the body is drawn with (rest frame, m; triangles index `points`),
+    /// which then collides with obstacles and other bodies instead of the tet mesh (see
+    /// [`BodyDesc::drawn_surface`] and [`BodyDesc::drawn_triangles`]).
+    pub fn with_drawn_mesh(mut self, points: Vec<Vec3>, triangles: Vec<[u32; 3]>) -> Self {
+        self.drawn_surface = points;
+        self.drawn_triangles = triangles;
         self
     }
 
@@ -185,6 +200,9 @@ impl SoftWorld {
             check_finite("collision proxy", p)?;
         }
         let drawn = drawn_points(&mesh, &desc.drawn_surface, &desc.scale)?;
+        if drawn.is_empty() && !desc.drawn_triangles.is_empty() {
+            return Err(WorldError::EmptyDrawnSurface);
+        }
         let h =
             self.add_body_with_pose(mesh.clone(), desc.material, desc.position, desc.rotation)?;
         let result = (|| -> Result<(), WorldError> {
@@ -195,7 +213,16 @@ impl SoftWorld {
             for &(v, k) in &desc.attachments {
                 self.attach(h, v as usize, k, start[v as usize])?;
             }
-            if !drawn.is_empty() {
+            if !drawn.is_empty() && !desc.drawn_triangles.is_empty() {
+                // A mirroring scale turns the triangles inside out.
+                let mirrored = desc.scale.x * desc.scale.y * desc.scale.z < 0.0;
+                let triangles = desc
+                    .drawn_triangles
+                    .iter()
+                    .map(|&[a, b, c]| if mirrored { [a, c, b] } else { [a, b, c] })
+                    .collect();
+                self.set_drawn_mesh(h, drawn, triangles)?;
+            } else if !drawn.is_empty() {
                 self.set_drawn_surface(h, drawn)?;
             } else if !desc.proxies.is_empty() {
                 let rest: Vec<Vec3> = desc

@@ -21,13 +21,20 @@
 //! surface into the obstacle, so the drawn surface cannot be carried through it and snag.
 //! It also catches a body whose drawn surface was crushed through on a hard impact.
 //!
-//! Soft-soft contact still takes the cage's surface (its vertices against the other body's
-//! boundary triangles): only obstacle contact follows the drawn surface.
+//! With the drawn triangles ([`SoftWorld::set_drawn_mesh`]), soft-soft contact and
+//! self-collision follow the drawn surface too: its points against the other bodies' surface
+//! triangles, their surface points against its triangles
+//! ([`crate::sim::contact::surface_shape`]). The cage's surface then touches no other body:
+//! there is no safety net between bodies, whose drawn surfaces keep each other apart alone.
+//! Without them (`set_drawn_surface`), soft-soft contact takes the cage's surface.
+
+use std::sync::Arc;
 
 use super::SoftWorld;
 use super::body;
 use super::error::{WorldError, check_embedded};
 use super::handles::BodyHandle;
+use crate::sim::contact::DrawnMesh;
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
 use crate::sim::nearest::PointGrid;
@@ -49,7 +56,8 @@ impl SoftWorld {
     /// copies, are dropped), and every vertex that is not one of them collides only
     /// once it is deeper in an obstacle than 1.5 times its present distance to the nearest of
     /// the points (a safety net that never holds the drawn surface up; see the module docs of
-    /// `drawn.rs`). Soft-soft contact is unchanged (the tet mesh's surface).
+    /// `drawn.rs`). Soft-soft contact stays on the tet mesh's surface: with the drawn
+    /// triangles, [`SoftWorld::set_drawn_mesh`] moves it to the drawn surface too.
     ///
     /// # Errors
     /// [`WorldError::UnknownBody`]; [`WorldError::VertexOutOfRange`] or
@@ -61,24 +69,94 @@ impl SoftWorld {
         points: Vec<EmbeddedPoint>,
     ) -> Result<(), WorldError> {
         let b = self.body_mut(h)?;
-        if points.is_empty() {
-            return Err(WorldError::EmptyDrawnSurface);
-        }
-        check_embedded("drawn surface weight", &points, b.x.len())?;
-        // A render mesh repeats a vertex along its seams (one copy per normal or texture
-        // coordinate): one row is enough, and repeated rows only make the contact
-        // subspace's matrix singular.
-        let mut seen = std::collections::HashSet::new();
-        let points: Vec<EmbeddedPoint> = points
-            .into_iter()
-            .filter(|p| seen.insert((p.vertices, p.weights.map(f64::to_bits))))
-            .collect();
+        let (points, _) = unique_points(b, points)?;
         let (colliders, slack) = drawn_collision_points(&b.x, &points);
         b.colliders = colliders;
         b.collider_slack = slack;
         b.proxies = points;
+        b.drawn = None;
         Ok(())
     }
+
+    /// Makes the body collide by the triangle mesh it is drawn with, everywhere: `points`
+    /// (embedded in its tets) against obstacles as [`SoftWorld::set_drawn_surface`] says, and
+    /// the mesh (`points` with `triangles`, indices into `points`, outward by the right-hand
+    /// rule) against other bodies and itself: its points against their surface triangles,
+    /// their surface points against its triangles. Its tet mesh's surface then no longer
+    /// touches other bodies. Repeated points (a render mesh's seam copies) are merged, and the
+    /// triangles follow. Deep overlaps are resolved only between closed surfaces (every edge
+    /// shared by two triangles), and a drawn surface has no edge-edge contacts (see
+    /// [`crate::sim::contact::surface_shape`]).
+    ///
+    /// # Errors
+    /// As [`SoftWorld::set_drawn_surface`], and [`WorldError::DrawnTriangleOutOfRange`] for a
+    /// triangle with a corner past the points, [`WorldError::DegenerateDrawnTriangle`] for one
+    /// with a repeated corner (after merging repeated points) or no area, and
+    /// [`WorldError::EmptyDrawnSurface`] for no triangles. The body is unchanged.
+    pub fn set_drawn_mesh(
+        &mut self,
+        h: BodyHandle,
+        points: Vec<EmbeddedPoint>,
+        triangles: Vec<[u32; 3]>,
+    ) -> Result<(), WorldError> {
+        let b = self.body_mut(h)?;
+        let count = points.len();
+        let (points, merged) = unique_points(b, points)?;
+        if triangles.is_empty() {
+            return Err(WorldError::EmptyDrawnSurface);
+        }
+        let at: Vec<Vec3> = points.iter().map(|p| p.position(&b.x)).collect();
+        let mut kept = Vec::with_capacity(triangles.len());
+        for (index, t) in triangles.iter().enumerate() {
+            if t.iter().any(|&c| c as usize >= count) {
+                return Err(WorldError::DrawnTriangleOutOfRange { index });
+            }
+            let t = t.map(|c| merged[c as usize]);
+            let [p0, p1, p2] = t.map(|c| at[c as usize]);
+            let longest = [(p1 - p0), (p2 - p1), (p0 - p2)]
+                .iter()
+                .map(|e| e.norm_squared())
+                .fold(0.0, f64::max);
+            let repeated = t[0] == t[1] || t[1] == t[2] || t[2] == t[0];
+            if repeated || !((p1 - p0).cross(&(p2 - p0)).norm() > 1e-10 * longest) {
+                return Err(WorldError::DegenerateDrawnTriangle { index });
+            }
+            kept.push(t);
+        }
+        let (colliders, slack) = drawn_collision_points(&b.x, &points);
+        b.colliders = colliders;
+        b.collider_slack = slack;
+        b.drawn = Some(Arc::new(DrawnMesh::new(points.clone(), kept)));
+        b.proxies = points;
+        Ok(())
+    }
+}
+
+/// `points` checked for body `b` and each kept once (a render mesh repeats a vertex along its
+/// seams, one copy per normal or texture coordinate: one row is enough, and repeated rows only
+/// make the contact subspace's matrix singular), with the index each given point now has.
+fn unique_points(
+    b: &super::body::SoftBody,
+    points: Vec<EmbeddedPoint>,
+) -> Result<(Vec<EmbeddedPoint>, Vec<u32>), WorldError> {
+    if points.is_empty() {
+        return Err(WorldError::EmptyDrawnSurface);
+    }
+    check_embedded("drawn surface weight", &points, b.x.len())?;
+    let mut first = std::collections::HashMap::new();
+    let mut kept = Vec::with_capacity(points.len());
+    let merged = points
+        .into_iter()
+        .map(|p| {
+            *first
+                .entry((p.vertices, p.weights.map(f64::to_bits)))
+                .or_insert_with(|| {
+                    kept.push(p);
+                    kept.len() as u32 - 1
+                })
+        })
+        .collect();
+    Ok((kept, merged))
 }
 
 /// The colliders of a body at positions `x` drawn by `points`: the points (no slack), then

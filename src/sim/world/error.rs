@@ -64,9 +64,24 @@ pub enum WorldError {
         /// The point's index.
         index: usize,
     },
-    /// A drawn surface with no points ([`super::SoftWorld::set_drawn_surface`]).
-    #[error("a drawn surface needs at least one point")]
+    /// A drawn surface with no points, or a drawn mesh with no triangles
+    /// ([`super::SoftWorld::set_drawn_surface`], [`super::SoftWorld::set_drawn_mesh`]).
+    #[error("a drawn surface needs at least one point (and a drawn mesh one triangle)")]
     EmptyDrawnSurface,
+    /// A drawn mesh's triangle names a point past the points given
+    /// ([`super::SoftWorld::set_drawn_mesh`]).
+    #[error("drawn triangle {index} has a corner out of range")]
+    DrawnTriangleOutOfRange {
+        /// The triangle's index.
+        index: usize,
+    },
+    /// A drawn mesh's triangle repeats a point (after merging repeated points) or has no area
+    /// ([`super::SoftWorld::set_drawn_mesh`]).
+    #[error("drawn triangle {index} is degenerate")]
+    DegenerateDrawnTriangle {
+        /// The triangle's index.
+        index: usize,
+    },
     /// A position, stiffness or time step is not finite (or not positive where required).
     #[error("{what} must be finite{positive}", positive = if *.positive { " and > 0" } else { "" })]
     InvalidValue {

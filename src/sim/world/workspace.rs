@@ -52,6 +52,14 @@ pub(crate) struct Workspace {
     pub bvh: BodyBvh,
     /// Scratch of the BVH fit.
     pub bvh_points: Vec<Vec3>,
+    /// Where the body is drawn ([`super::body::SoftBody::drawn`]): its drawn points'
+    /// positions (m) where the step's motion starts, where it ends (the prediction), and at
+    /// the present iterate; the surface point positions of soft detection.
+    pub drawn_start: Vec<Vec3>,
+    /// See [`Workspace::drawn_start`].
+    pub drawn_end: Vec<Vec3>,
+    /// See [`Workspace::drawn_start`].
+    pub drawn_now: Vec<Vec3>,
     /// Obstacles touched at the end of the last step (indices, sorted, unique).
     pub touching: Vec<u32>,
     /// Per free vertex: the friction force (N) of the last step's final friction update, which
@@ -98,6 +106,9 @@ clone_by_field!(Workspace {
     proxy_predictions,
     bvh,
     bvh_points,
+    drawn_start,
+    drawn_end,
+    drawn_now,
     touching,
     friction,
     newton_failure,
@@ -132,6 +143,9 @@ impl Workspace {
             proxy_predictions: _,
             bvh: _,
             bvh_points: _,
+            drawn_start: _,
+            drawn_end: _,
+            drawn_now: _,
             touching,
             friction,
             newton_failure,

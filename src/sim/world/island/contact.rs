@@ -2,7 +2,7 @@
 //! edge-edge), its vertex terms, identity across steps and coefficients. A leaf of the island:
 //! every stage reads contacts, none is imported here.
 
-use crate::sim::contact::{Contact, EdgeContact, ObstacleCollider, SoftContact};
+use crate::sim::contact::{Contact, DrawnMesh, EdgeContact, ObstacleCollider, SoftContact};
 use crate::sim::math::Vec3;
 use crate::sim::world::body::SoftBody;
 
@@ -32,18 +32,31 @@ pub(crate) const EDGE_SKIN_SHARE: f64 = 0.5;
 /// contact per vertex and pair of bodies, whatever triangle it slides to).
 pub(crate) type ContactKey = [u32; 4];
 
+/// Most vertex terms of a contact: a drawn point's four against a drawn triangle's three
+/// corners of four each.
+pub(crate) const MAX_CONTACT_TERMS: usize = 16;
+
 /// `(body, vertex, weight)` terms of a contact: `sum weight * x` is the relative position it
 /// constrains (positive on the side the normal points to).
-pub(crate) type Terms = ([(u32, u32, f64); 7], usize);
+pub(crate) type Terms = ([(u32, u32, f64); MAX_CONTACT_TERMS], usize);
 
 impl IslandContact {
-    /// The contact's vertex terms (weights below 1e-12 left out).
+    /// The contact's vertex terms (weights below 1e-12 left out; terms of one vertex merged).
     pub fn terms(&self, bodies: &[SoftBody]) -> Terms {
-        let mut out = ([(0, 0, 0.0); 7], 0);
+        let mut out = ([(0, 0, 0.0); MAX_CONTACT_TERMS], 0);
         let mut push = |b: u32, v: u32, w: f64| {
             if w.abs() >= 1e-12 {
-                out.0[out.1] = (b, v, w);
-                out.1 += 1;
+                // A drawn triangle's corners may share tet vertices with each other.
+                match out.0[..out.1]
+                    .iter_mut()
+                    .find(|(tb, tv, _)| *tb == b && *tv == v)
+                {
+                    Some(term) => term.2 += w,
+                    None => {
+                        out.0[out.1] = (b, v, w);
+                        out.1 += 1;
+                    }
+                }
             }
         };
         match self {
@@ -54,9 +67,19 @@ impl IslandContact {
                 }
             }
             IslandContact::Soft(c) => {
-                push(c.vertex_body, c.vertex, 1.0);
+                let (a, t) = (
+                    &bodies[c.vertex_body as usize],
+                    &bodies[c.triangle_body as usize],
+                );
+                let (point, count) = a.surface_point_terms(c.vertex);
+                for &(v, w) in &point[..count] {
+                    push(c.vertex_body, v, w);
+                }
                 for k in 0..3 {
-                    push(c.triangle_body, c.triangle_vertices[k], -c.weights[k]);
+                    let (corner, count) = t.surface_point_terms(c.triangle_vertices[k]);
+                    for &(v, w) in &corner[..count] {
+                        push(c.triangle_body, v, -c.weights[k] * w);
+                    }
                 }
             }
             IslandContact::Edge(c) => {
@@ -69,48 +92,67 @@ impl IslandContact {
     }
 
     /// The vertices of body `body` the contact touches (with `colliders` that body's
-    /// collision points; a proxy's vertices of weight below 1e-12 left out), in no order.
-    pub fn vertices_of<'a>(
-        &'a self,
+    /// collision points and `drawn` its drawn mesh; a proxy's vertices of weight below 1e-12
+    /// left out), in no order, possibly repeated.
+    pub fn vertices_of(
+        &self,
         body: u32,
-        colliders: &'a [crate::sim::embed::EmbeddedPoint],
-    ) -> impl Iterator<Item = u32> + 'a {
-        // Up to four vertices: a proxy's, or the two sides' of a soft or edge contact, of which
-        // one, both (a self-contact) or neither may be on `body`.
-        let sides = |a: bool, first: &[u32], b: bool, second: &[u32]| {
-            let mut out = ([0u32; 4], 0);
-            for side in [a.then_some(first), b.then_some(second)]
-                .into_iter()
-                .flatten()
-            {
-                out.0[out.1..out.1 + side.len()].copy_from_slice(side);
-                out.1 += side.len();
-            }
-            out
+        colliders: &[crate::sim::embed::EmbeddedPoint],
+        drawn: Option<&DrawnMesh>,
+    ) -> impl Iterator<Item = u32> {
+        // Up to sixteen vertices: a proxy's, or the two sides' of a soft or edge contact, of
+        // which one, both (a self-contact) or neither may be on `body`; a drawn surface point
+        // stands for its tet's four.
+        let mut out = ([0u32; MAX_CONTACT_TERMS], 0);
+        let push = |out: &mut ([u32; MAX_CONTACT_TERMS], usize), v: u32| {
+            out.0[out.1] = v;
+            out.1 += 1;
         };
-        let (list, count) = match self {
-            IslandContact::Obstacle { body: b, contact } if *b == body => {
-                let proxy = &colliders[contact.proxy as usize];
-                let mut out = ([0u32; 4], 0);
-                for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
-                    if w.abs() >= 1e-12 {
-                        out.0[out.1] = v;
-                        out.1 += 1;
+        let push_point = |out: &mut ([u32; MAX_CONTACT_TERMS], usize), p: u32| match drawn {
+            Some(d) => {
+                let e = &d.points()[p as usize];
+                for (&v, &w) in e.vertices.iter().zip(&e.weights) {
+                    if w != 0.0 {
+                        push(out, v);
                     }
                 }
-                out
             }
-            IslandContact::Obstacle { .. } => ([0; 4], 0),
-            IslandContact::Soft(c) => sides(
-                c.vertex_body == body,
-                &[c.vertex],
-                c.triangle_body == body,
-                &c.triangle_vertices,
-            ),
-            IslandContact::Edge(c) => {
-                sides(c.body_a == body, &c.edge_a, c.body_b == body, &c.edge_b)
-            }
+            None => push(out, p),
         };
+        match self {
+            IslandContact::Obstacle { body: b, contact } if *b == body => {
+                let proxy = &colliders[contact.proxy as usize];
+                for (&v, &w) in proxy.vertices.iter().zip(&proxy.weights) {
+                    if w.abs() >= 1e-12 {
+                        push(&mut out, v);
+                    }
+                }
+            }
+            IslandContact::Obstacle { .. } => {}
+            IslandContact::Soft(c) => {
+                if c.vertex_body == body {
+                    push_point(&mut out, c.vertex);
+                }
+                if c.triangle_body == body {
+                    for &v in &c.triangle_vertices {
+                        push_point(&mut out, v);
+                    }
+                }
+            }
+            IslandContact::Edge(c) => {
+                if c.body_a == body {
+                    for &v in &c.edge_a {
+                        push_point(&mut out, v);
+                    }
+                }
+                if c.body_b == body {
+                    for &v in &c.edge_b {
+                        push_point(&mut out, v);
+                    }
+                }
+            }
+        }
+        let (list, count) = out;
         list.into_iter().take(count)
     }
 
@@ -172,4 +214,20 @@ impl IslandContact {
             }
         }
     }
+}
+
+/// The signed gap `n' (p - sum_k w_k q_k)` (m) of soft contact `c` at vertex positions `xa`
+/// of its vertex's body `a` and `xt` of its triangle's body `t` (either's surface points drawn
+/// or vertices, [`SoftBody::surface_point`]).
+pub(crate) fn soft_gap(
+    c: &SoftContact,
+    a: &SoftBody,
+    xa: &[Vec3],
+    t: &SoftBody,
+    xt: &[Vec3],
+) -> f64 {
+    let q: Vec3 = (0..3)
+        .map(|k| c.weights[k] * t.surface_point(c.triangle_vertices[k], xt))
+        .sum();
+    c.normal.dot(&(a.surface_point(c.vertex, xa) - q))
 }

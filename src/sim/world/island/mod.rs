@@ -61,7 +61,7 @@ mod rigid;
 mod tests;
 mod warm_start;
 
-pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact};
+pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact, soft_gap};
 pub(crate) use friction::ContactMemory;
 pub(crate) use layout::{Layout, NO_ISLAND};
 use matrix::IslandMatrix;
@@ -78,7 +78,7 @@ use crate::sim::contact::{
 };
 use crate::sim::math::Vec3;
 use crate::sim::qp::mprgp::Mprgp;
-use crate::sim::qp::{ConstraintRow, ContactForces, QpProblem, SpdOperator};
+use crate::sim::qp::{ConstraintRow, ContactForces, MAX_ROW_VERTICES, QpProblem, SpdOperator};
 use crate::sim::world::anderson::{AndersonState, MAX_ANDERSON_WINDOW};
 
 /// Depth (m) past which a known obstacle contact at the end of an iteration asks for another
@@ -519,10 +519,11 @@ impl Island {
                 contact.normal.dot(&(contact.point - p))
             }
             IslandContact::Soft(c) => {
-                skin - c.gap(
-                    &bodies[c.vertex_body as usize].x,
-                    &bodies[c.triangle_body as usize].x,
-                )
+                let (a, t) = (
+                    &bodies[c.vertex_body as usize],
+                    &bodies[c.triangle_body as usize],
+                );
+                skin - soft_gap(c, a, &a.x, t, &t.x)
             }
             IslandContact::Edge(c) => {
                 EDGE_SKIN_SHARE * skin
@@ -603,9 +604,13 @@ impl Island {
             coeff: Vec3::zeros(),
             x: Vec3::zeros(),
             held: false,
-        }; 4];
+        }; MAX_ROW_VERTICES];
+        let drawn_side = |c: &SoftContact| {
+            bodies[c.vertex_body as usize].drawn.is_some()
+                || bodies[c.triangle_body as usize].drawn.is_some()
+        };
         for &(violation, i) in &self.order {
-            let (count, rhs, normal, source, hold) = match &self.contacts[i as usize] {
+            let (count, rhs, normal, source, hold, shared) = match &self.contacts[i as usize] {
                 IslandContact::Obstacle { body, contact } => {
                     let b = &bodies[*body as usize];
                     let proxy = &b.colliders[contact.proxy as usize];
@@ -634,7 +639,119 @@ impl Island {
                         .get(contact.obstacle as usize)
                         .map_or(0.0, |o| n.dot(&o.velocity_at(&contact.point)).max(0.0));
                     let rhs = n.dot(&contact.point).min(start + push_out + approach * h);
-                    (4, rhs, n, RowSource::Obstacle(contact.obstacle), false)
+                    (
+                        4,
+                        rhs,
+                        n,
+                        RowSource::Obstacle(contact.obstacle),
+                        false,
+                        None,
+                    )
+                }
+                IslandContact::Soft(c) if drawn_side(c) => {
+                    let (a, t) = (c.vertex_body as usize, c.triangle_body as usize);
+                    let (ba, bt) = (&bodies[a], &bodies[t]);
+                    let n = c.normal;
+                    let start = soft_gap(c, ba, ba.start_positions(), bt, bt.start_positions());
+                    let target = skin.min(start + push_out);
+                    let corners = c.triangle_vertices;
+                    let q: Vec3 = (0..3)
+                        .map(|k| c.weights[k] * bt.surface_point(corners[k], &bt.x))
+                        .sum();
+                    let source = RowSource::Soft {
+                        vertex_body: c.vertex_body,
+                        triangle_body: c.triangle_body,
+                    };
+                    if coupled {
+                        // The contact subspace takes rows over several embedded points: the
+                        // point's tet vertices against those of the triangle's corner of
+                        // largest weight, which carries the triangle's point (the offset
+                        // `n . (q - corner)` of the present positions on the right-hand side,
+                        // refreshed every iteration). Like an embedded obstacle row, it waits
+                        // until the point comes within `coupled_gap` of the triangle.
+                        if violation < -coupled_gap {
+                            continue;
+                        }
+                        let k = (0..3)
+                            .max_by(|&x, &y| c.weights[x].total_cmp(&c.weights[y]))
+                            .unwrap_or(0);
+                        let mut count = 0;
+                        let (point, pc) = ba.surface_point_terms(c.vertex);
+                        let (corner, cc) = bt.surface_point_terms(corners[k]);
+                        for (b, body, sign, list) in
+                            [(a, ba, 1.0, &point[..pc]), (t, bt, -1.0, &corner[..cc])]
+                        {
+                            for &(v, w) in list {
+                                terms[count] = RowTerm {
+                                    unknown: layout.unknown(id, bodies, b, v as usize),
+                                    coeff: (sign * w) * n,
+                                    x: body.x[v as usize],
+                                    held: false,
+                                };
+                                count += 1;
+                            }
+                        }
+                        let rhs = target + n.dot(&(q - bt.surface_point(corners[k], &bt.x)));
+                        (count, rhs, n, source, false, Some(pc))
+                    } else {
+                        // Decoupled, as a tet surface's row below: each side carried by one
+                        // vertex, its free vertex of largest weight (the point's: its tet's;
+                        // the triangle's: its corners' tets', weights multiplied), the rest of
+                        // each side an offset of the present positions on the right-hand side.
+                        // Where every vertex of the point is taken, the largest is held; where
+                        // every vertex of the triangle is, there is no row this iteration.
+                        let (point, pc) = ba.surface_point_terms(c.vertex);
+                        let mut triangle = [(0u32, 0.0f64); 12];
+                        let mut tc = 0;
+                        for (&k, &weight) in corners.iter().zip(&c.weights) {
+                            let (corner, cc) = bt.surface_point_terms(k);
+                            for &(v, w) in &corner[..cc] {
+                                match triangle[..tc].iter_mut().find(|e| e.0 == v) {
+                                    Some(e) => e.1 += weight * w,
+                                    None => {
+                                        triangle[tc] = (v, weight * w);
+                                        tc += 1;
+                                    }
+                                }
+                            }
+                        }
+                        let free = |b: usize, list: &[(u32, f64)]| {
+                            list.iter()
+                                .filter(|e| e.1 > 1e-12)
+                                .filter_map(|&(v, w)| {
+                                    let u = layout.unknown(id, bodies, b, v as usize)?;
+                                    self.decoupler.is_free(u).then_some((v, w, Some(u)))
+                                })
+                                .max_by(|x, y| x.1.total_cmp(&y.1))
+                        };
+                        let Some((vt, _, ut)) = free(t, &triangle[..tc]) else {
+                            continue;
+                        };
+                        let Some((vp, _, up)) = free(a, &point[..pc]).or_else(|| {
+                            point[..pc]
+                                .iter()
+                                .max_by(|x, y| x.1.total_cmp(&y.1))
+                                .map(|&(v, w)| (v, w, layout.unknown(id, bodies, a, v as usize)))
+                        }) else {
+                            continue;
+                        };
+                        let (xp, xt) = (ba.x[vp as usize], bt.x[vt as usize]);
+                        let p = ba.surface_point(c.vertex, &ba.x);
+                        terms[0] = RowTerm {
+                            unknown: up,
+                            coeff: n,
+                            x: xp,
+                            held: false,
+                        };
+                        terms[1] = RowTerm {
+                            unknown: ut,
+                            coeff: -n,
+                            x: xt,
+                            held: false,
+                        };
+                        let rhs = target + n.dot(&(q - xt)) - n.dot(&(p - xp));
+                        (2, rhs, n, source, true, None)
+                    }
                 }
                 IslandContact::Soft(c) => {
                     // The triangle's point is carried by one of its corners: the free corner
@@ -696,6 +813,7 @@ impl Island {
                                     triangle_body: c.triangle_body,
                                 },
                                 true,
+                                None,
                             )
                         }
                         // No free corner: no row in this iteration. Holding the triangle and
@@ -756,6 +874,7 @@ impl Island {
                             body_b: c.body_b,
                         },
                         false,
+                        None,
                     )
                 }
             };
@@ -765,10 +884,19 @@ impl Island {
                 source,
                 hold,
             };
-            if self
-                .decoupler
-                .add(&terms[..count], spec, &mut self.rows, &mut self.held)
-            {
+            let admitted = if let Some(key_terms) = shared {
+                self.decoupler.add_shared(
+                    &terms[..count],
+                    key_terms,
+                    spec,
+                    &mut self.rows,
+                    &mut self.held,
+                )
+            } else {
+                self.decoupler
+                    .add(&terms[..count], spec, &mut self.rows, &mut self.held)
+            };
+            if admitted {
                 self.row_contact.push(i);
             }
         }

@@ -216,14 +216,19 @@ impl MemberSearch {
 }
 
 /// A body's surface at its current positions (the step's start as the self-collision
-/// reference); its BVH must be fitted to them.
+/// reference; a drawn body's drawn points at the positions its BVH was fitted to); its BVH
+/// must be fitted to them.
 fn surface_at(index: u32, body: &SoftBody) -> SoftSurface<'_> {
+    let (now, reference) = match &body.drawn {
+        None => (&body.x, &body.ws.x_start),
+        Some(_) => (&body.ws.drawn_now, &body.ws.drawn_start),
+    };
     SoftSurface {
         body: index,
-        mesh: &body.mesh,
-        x_start: &body.x,
-        x_end: &body.x,
-        x_reference: &body.ws.x_start,
+        shape: body.contact_shape(),
+        x_start: now,
+        x_end: now,
+        x_reference: reference,
         bvh: &body.ws.bvh,
     }
 }

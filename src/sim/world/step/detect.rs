@@ -22,16 +22,20 @@ pub(super) struct PairDetection {
     pub(super) overlap: OverlapScratch,
 }
 
-/// The surface of body `i` over this step's motion (a frozen body does not move).
+/// The surface of body `i` over this step's motion (a frozen body does not move): its surface
+/// points' positions where the motion starts and ends (a drawn body's drawn points, fitted
+/// by the predict phase).
 fn swept_surface(i: usize, body: &SoftBody) -> SoftSurface<'_> {
-    let (start, end) = if body.frozen.is_some() {
-        (&body.x, &body.x)
-    } else {
-        (&body.ws.x_start, &body.ws.y)
+    let frozen = body.frozen.is_some();
+    let (start, end) = match (&body.drawn, frozen) {
+        (None, true) => (&body.x, &body.x),
+        (None, false) => (&body.ws.x_start, &body.ws.y),
+        (Some(_), true) => (&body.ws.drawn_start, &body.ws.drawn_start),
+        (Some(_), false) => (&body.ws.drawn_start, &body.ws.drawn_end),
     };
     SoftSurface {
         body: i as u32,
-        mesh: &body.mesh,
+        shape: body.contact_shape(),
         x_start: start,
         x_end: end,
         x_reference: start,

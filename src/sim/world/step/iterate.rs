@@ -13,11 +13,11 @@ use rayon::prelude::*;
 use super::newton;
 use super::residual;
 use super::state::StepState;
-use crate::sim::contact::{ObstacleCollider, fit_surface_bvh};
+use crate::sim::contact::{ObstacleCollider, SurfaceShape, fit_surface_bvh};
 use crate::sim::math::Vec3;
 use crate::sim::world::anderson;
 use crate::sim::world::body::SoftBody;
-use crate::sim::world::island::{Island, IslandContact, Layout, NO_ISLAND};
+use crate::sim::world::island::{Island, IslandContact, Layout, NO_ISLAND, soft_gap};
 use crate::sim::world::settings::WorldSettings;
 use crate::sim::world::solver::Solver;
 
@@ -170,11 +170,18 @@ pub(super) fn iterate(
                     && island.members.len() + usize::from(settings.self_collision) > 1
                 {
                     let ws = &mut b.ws;
+                    let (shape, now) = match &b.drawn {
+                        None => (SurfaceShape::Tet(&b.mesh), &b.x),
+                        Some(d) => {
+                            d.positions_into(&b.x, &mut ws.drawn_now);
+                            (SurfaceShape::Drawn(d), &ws.drawn_now)
+                        }
+                    };
                     fit_surface_bvh(
                         &mut ws.bvh,
-                        &b.mesh,
-                        &b.x,
-                        &b.x,
+                        shape,
+                        now,
+                        now,
                         settings.contact_margin,
                         &mut ws.bvh_points,
                     );
@@ -390,6 +397,7 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
         pd,
         ws,
         colliders,
+        drawn,
         last_step,
         ..
     } = body;
@@ -409,7 +417,7 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
     let needed = || {
         contacts
             .iter()
-            .flat_map(|contact| contact.vertices_of(index, colliders))
+            .flat_map(|contact| contact.vertices_of(index, colliders, drawn.as_deref()))
             .map(|v| dof[v as usize])
             .filter(|&d| d != crate::sim::pd::PINNED)
     };
@@ -466,10 +474,13 @@ pub(super) fn soft_penetration(bodies: &[SoftBody], st: &StepState) -> f64 {
         .iter()
         .flat_map(|island| island.contacts.iter())
         .filter_map(|c| match c {
-            IslandContact::Soft(s) => Some(-s.gap(
-                &bodies[s.vertex_body as usize].x,
-                &bodies[s.triangle_body as usize].x,
-            )),
+            IslandContact::Soft(s) => {
+                let (a, t) = (
+                    &bodies[s.vertex_body as usize],
+                    &bodies[s.triangle_body as usize],
+                );
+                Some(-soft_gap(s, a, &a.x, t, &t.x))
+            }
             IslandContact::Edge(e) => {
                 Some(-e.gap(&bodies[e.body_a as usize].x, &bodies[e.body_b as usize].x))
             }

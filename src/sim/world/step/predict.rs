@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::sim::contact::{
-    BodyBvh, ObstacleCollider, detect_contacts_swept, fit_edge_bvh, fit_surface_bvh,
+    DrawnMesh, ObstacleCollider, SurfaceShape, detect_contacts_swept, fit_edge_bvh, fit_surface_bvh,
 };
 use crate::sim::math::{Vec3, all_finite};
 use crate::sim::mesh::TetMesh;
@@ -14,6 +14,7 @@ use crate::sim::world::audit::{EnergyAudit, gravitational, kinetic};
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::report::{BodyStepStats, FreezeReason};
 use crate::sim::world::settings::WorldSettings;
+use crate::sim::world::workspace::Workspace;
 
 /// Phase 1 for one body: guard the input, build or refactor its system, predict, detect
 /// obstacle contacts along the motion, fit the BVHs.
@@ -35,11 +36,10 @@ pub(super) fn prepare(
     if body.frozen.is_some() {
         // A frozen body stays where it is: others collide with it as with an obstacle.
         if settings.soft_contacts {
-            let ws = &mut body.ws;
             fit_soft_trees(
-                &mut ws.bvh,
-                &mut ws.bvh_points,
+                &mut body.ws,
                 &body.mesh,
+                body.drawn.as_deref(),
                 &body.x,
                 &body.x,
                 settings,
@@ -95,6 +95,7 @@ pub(super) fn prepare(
         collider_slack,
         ws,
         mesh,
+        drawn,
         ..
     } = body;
     let Some(pd) = pd.as_ref() else { return };
@@ -164,31 +165,47 @@ pub(super) fn prepare(
         &mut ws.contacts,
     );
     if settings.soft_contacts {
-        fit_soft_trees(
-            &mut ws.bvh,
-            &mut ws.bvh_points,
-            mesh,
-            &ws.x_start,
-            &ws.y,
-            settings,
-        );
+        let (x_start, y) = (std::mem::take(&mut ws.x_start), std::mem::take(&mut ws.y));
+        fit_soft_trees(ws, mesh, drawn.as_deref(), &x_start, &y, settings);
+        (ws.x_start, ws.y) = (x_start, y);
     }
     stats.timings.detect += t.elapsed();
 }
 
-/// Fits a body's soft-contact trees to its motion from `start` to `end` (m): vertices and
-/// triangles, and edges when edge-edge contacts are on. `scratch` is reused.
+/// Fits a body's soft-contact trees to its motion from vertex positions `start` to `end` (m):
+/// its surface points and triangles (where it is drawn, its drawn points, their positions
+/// kept in the workspace's `drawn_start` and `drawn_end`), and edges when edge-edge contacts
+/// are on.
 fn fit_soft_trees(
-    bvh: &mut BodyBvh,
-    scratch: &mut Vec<Vec3>,
+    ws: &mut Workspace,
     mesh: &TetMesh,
+    drawn: Option<&DrawnMesh>,
     start: &[Vec3],
     end: &[Vec3],
     settings: &WorldSettings,
 ) {
-    fit_surface_bvh(bvh, mesh, start, end, settings.contact_margin, scratch);
+    let Workspace {
+        bvh,
+        bvh_points,
+        drawn_start,
+        drawn_end,
+        ..
+    } = ws;
+    let (shape, start, end) = match drawn {
+        None => (SurfaceShape::Tet(mesh), start, end),
+        Some(d) => {
+            d.positions_into(start, drawn_start);
+            if std::ptr::eq(start, end) {
+                (SurfaceShape::Drawn(d), &drawn_start[..], &drawn_start[..])
+            } else {
+                d.positions_into(end, drawn_end);
+                (SurfaceShape::Drawn(d), &drawn_start[..], &drawn_end[..])
+            }
+        }
+    };
+    fit_surface_bvh(bvh, shape, start, end, settings.contact_margin, bvh_points);
     if settings.edge_contacts {
-        fit_edge_bvh(bvh, mesh, start, end, settings.contact_margin);
+        fit_edge_bvh(bvh, shape, start, end, settings.contact_margin);
     }
 }
 

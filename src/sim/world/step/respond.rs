@@ -169,7 +169,8 @@ pub(super) fn respond(
                 }
                 IslandContact::Soft(s) => {
                     gap -= skin;
-                    (bodies[s.vertex_body as usize].x[s.vertex as usize], None)
+                    let a = &bodies[s.vertex_body as usize];
+                    (a.surface_point(s.vertex, &a.x), None)
                 }
                 IslandContact::Edge(e) => {
                     // A pair that crossed anyway by more than the skin (it had no row in the

@@ -5,11 +5,21 @@
 //!
 //! `cargo bench --bench drawn` prints, per cage and mode, the mean step, the PD iterations and
 //! relative residual of the last step, and where the lowest drawn point and the lowest cage
-//! vertex end (mm above the floor), and writes `target/bench/drawn.json`.
+//! vertex end (mm above the floor); then two such bunnies, one dropped 5 cm onto the other,
+//! touching by their drawn meshes (`BodyDesc::with_drawn_mesh`) or by their cages (drawn
+//! points against obstacles only): the mean step, the closest the upper bunny's drawn points
+//! come to the lower one's drawn triangles, and how many of their drawn triangles cross. It
+//! writes `target/bench/drawn.json`.
 
 // The bunny scene shared with `tests/sim_drawn.rs`.
 #[path = "../tests/common/mod.rs"]
 mod common;
+
+use bevy_deformable::sim::contact::closest_point_on_triangle;
+use bevy_deformable::sim::embed::embed_points;
+use bevy_deformable::sim::{
+    BodyDesc, MaterialParams, ObstacleCollider, SoftWorld, Vec3, WorldSettings,
+};
 
 const STEPS: usize = 180;
 
@@ -41,6 +51,86 @@ fn run(cells: usize, drawn: bool) -> (usize, f64, usize, f64, f64, f64) {
     )
 }
 
+/// Two bunnies in cages of `cells` cells, the upper dropped 5 cm onto the lower (and 5 cm to
+/// the side), stepped for [`STEPS`] steps; touching by their drawn meshes (`mesh`) or their
+/// cages. Returns ms per step, the closest the upper's drawn points come to the lower's drawn
+/// triangles (m), the pairs of their drawn triangles that cross, and the lowest drawn point (m).
+fn stacked(cells: usize, mesh: bool) -> (f64, f64, usize, f64) {
+    let (surface, cage) = common::bunny::bunny(cells);
+    let mut world = SoftWorld::new(WorldSettings::default());
+    world
+        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("a floor"))
+        .expect("a floor");
+    let ys = surface.positions().iter().map(|p| p.y);
+    let (low, high) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), y| {
+        (l.min(y), h.max(y))
+    });
+    let desc = |at: Vec3| {
+        let d = BodyDesc::new(cage.clone(), MaterialParams::JELLY).with_position(at);
+        if mesh {
+            d.with_drawn_mesh(surface.positions().to_vec(), surface.triangles().to_vec())
+        } else {
+            d.with_drawn_surface(surface.positions().to_vec())
+        }
+    };
+    let lower = world
+        .add_body_from(&desc(Vec3::new(0.0, 0.001 - low, 0.0)))
+        .expect("the lower bunny");
+    let upper = world
+        .add_body_from(&desc(Vec3::new(0.05, high - 2.0 * low + 0.05, 0.0)))
+        .expect("the upper bunny");
+    let mut wall = 0.0;
+    for _ in 0..STEPS {
+        wall += world
+            .step(1.0 / 60.0)
+            .expect("the bunnies step")
+            .wall
+            .as_secs_f64()
+            * 1e3;
+    }
+    let points = embed_points(&cage, surface.positions());
+    let drawn = |h| -> Vec<Vec3> {
+        let x = world.positions(h).expect("live body");
+        points.iter().map(|p| p.position(x)).collect()
+    };
+    let (a, b) = (drawn(lower), drawn(upper));
+    let triangles = surface.triangles();
+    let corners = |x: &[Vec3], t: &[u32; 3]| t.map(|v| x[v as usize]);
+    let boxed = |t: &[Vec3; 3]| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]));
+    let lower_triangles: Vec<[Vec3; 3]> = triangles.iter().map(|t| corners(&a, t)).collect();
+    let lower_boxes: Vec<(Vec3, Vec3)> = lower_triangles.iter().map(boxed).collect();
+    let mut crossings = 0;
+    let mut gap = f64::INFINITY;
+    for t in triangles {
+        let t = corners(&b, t);
+        let (lo, hi) = boxed(&t);
+        for (u, (ulo, uhi)) in lower_triangles.iter().zip(&lower_boxes) {
+            let apart = (0..3).any(|k| lo[k] > uhi[k] || hi[k] < ulo[k]);
+            if !apart && common::triangles_intersect(&t, u) {
+                crossings += 1;
+            }
+        }
+    }
+    for p in &b {
+        for (u, (ulo, uhi)) in lower_triangles.iter().zip(&lower_boxes) {
+            // Only triangles whose box comes within the best distance yet can be closer.
+            let outside = (0..3)
+                .map(|k| (ulo[k] - p[k]).max(p[k] - uhi[k]).max(0.0))
+                .fold(0.0, f64::max);
+            if outside < gap {
+                let q = closest_point_on_triangle(p, &u[0], &u[1], &u[2]).1;
+                gap = gap.min((p - q).norm());
+            }
+        }
+    }
+    let lowest = a
+        .iter()
+        .chain(&b)
+        .map(|p| p.y)
+        .fold(f64::INFINITY, f64::min);
+    (wall / STEPS as f64, gap, crossings, lowest)
+}
+
 fn main() {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -64,6 +154,25 @@ fn main() {
             );
             json.push(format!(
                 "{{\"cells\": {cells}, \"vertices\": {vertices}, \"drawn\": {drawn}, \"ms_per_step\": {ms:.4}, \"residual\": {residual:.4e}, \"lowest_drawn_m\": {drawn_low:.4e}, \"lowest_cage_m\": {cage_low:.4e}}}"
+            ));
+        }
+    }
+    println!("\ntwo bunnies, one dropped onto the other, {STEPS} steps, one thread");
+    println!(
+        "| cage cells | touching by | ms/step | closest drawn points (mm) | crossing drawn triangle pairs | lowest drawn point (mm) |"
+    );
+    println!("| ---: | --- | ---: | ---: | ---: | ---: |");
+    for cells in [5, 7] {
+        for mesh in [false, true] {
+            let (ms, gap, crossings, lowest) = pool.install(|| stacked(cells, mesh));
+            let mode = if mesh { "drawn meshes" } else { "cages" };
+            println!(
+                "| {cells} | {mode} | {ms:.2} | {:.2} | {crossings} | {:.2} |",
+                gap * 1e3,
+                lowest * 1e3
+            );
+            json.push(format!(
+                "{{\"stacked_cells\": {cells}, \"drawn_mesh\": {mesh}, \"ms_per_step\": {ms:.4}, \"closest_m\": {gap:.4e}, \"crossings\": {crossings}, \"lowest_drawn_m\": {lowest:.4e}}}"
             ));
         }
     }

@@ -371,3 +371,55 @@ fn the_transform_of_a_rigidly_turned_body_carries_its_rotation() {
         turn * spawn
     );
 }
+
+/// Two boxes drawn 5 cm inside their cages (a Bevy cuboid of 0.3 m in a 2-cell cage of 0.4 m),
+/// the upper dropped onto the lower, their cages 3 cm apart: with [`CollisionProxy::DrawnMesh`] they rest on each
+/// other by their drawn meshes (within 2 mm, none inside the other); with
+/// [`CollisionProxy::Drawn`] (the default) by their cages, 5 cm outside each drawn box.
+#[test]
+fn drawn_mesh_bodies_rest_on_each_other_by_what_is_drawn() {
+    let gap = |proxy: CollisionProxy| {
+        let mut app = app();
+        let drawn_box = Cuboid::new(0.3, 0.3, 0.3).mesh().build();
+        let handle = app
+            .world_mut()
+            .resource_mut::<Assets<Mesh>>()
+            .add(drawn_box);
+        let mut spawn = |y: f32| {
+            app.world_mut()
+                .spawn((
+                    DeformableBody::from(TetMesh::cuboid(sim::Vec3::repeat(0.2), 2)),
+                    SoftMaterial::RUBBER,
+                    proxy.clone(),
+                    Mesh3d(handle.clone()),
+                    Transform::from_xyz(0.0, y, 0.0),
+                ))
+                .id()
+        };
+        // The cages 3 cm apart.
+        let (lower, upper) = (spawn(0.15), spawn(0.58));
+        app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+        app.world_mut()
+            .resource_mut::<DeformableConfig>()
+            .interpolate = false;
+        for _ in 0..120 {
+            app.update();
+        }
+        let top = drawn(&app, lower)
+            .iter()
+            .map(|p| p.y)
+            .fold(f32::MIN, f32::max);
+        let bottom = drawn(&app, upper)
+            .iter()
+            .map(|p| p.y)
+            .fold(f32::MAX, f32::min);
+        bottom - top
+    };
+    let by_mesh = gap(CollisionProxy::DrawnMesh);
+    assert!(
+        (-1e-3..=2e-3).contains(&by_mesh),
+        "drawn boxes {by_mesh} m apart"
+    );
+    let by_cage = gap(CollisionProxy::Drawn);
+    assert!(by_cage > 0.04, "drawn boxes {by_cage} m apart");
+}

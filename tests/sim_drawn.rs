@@ -206,8 +206,8 @@ struct DrawnStack {
 }
 
 /// Two rubber boxes drawn 5 cm inside their cages (0.15 m drawn half-size in a 2-cell cage of
-/// 0.2 m), the lower on the floor, the upper dropped 3 cm onto it and moved `shift` (m) along
-/// x; how they are after 2 s. With `mesh`, the drawn triangles are given
+/// 0.2 m), the lower on the floor, the upper dropped onto it from 3 cm above its cage and moved
+/// `shift` (m) along x; how they are after 2 s. With `mesh`, the drawn triangles are given
 /// ([`SoftWorld::set_drawn_mesh`]); without, only the points ([`SoftWorld::set_drawn_surface`]).
 fn stacked_drawn_boxes(mesh: bool, shift: f64) -> DrawnStack {
     let cage = Arc::new(TetMesh::cuboid(Vec3::repeat(0.2), 2));
@@ -228,7 +228,7 @@ fn stacked_drawn_boxes(mesh: bool, shift: f64) -> DrawnStack {
         .add_body_from(&desc(Vec3::new(0.0, 0.15, 0.0)))
         .unwrap();
     let upper = world
-        .add_body_from(&desc(Vec3::new(shift, 0.15 + 0.3 + 0.03, 0.0)))
+        .add_body_from(&desc(Vec3::new(shift, 0.15 + 0.4 + 0.03, 0.0)))
         .unwrap();
     for _ in 0..120 {
         let report = world.step(1.0 / 60.0).unwrap();

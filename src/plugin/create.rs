@@ -70,7 +70,9 @@ fn describe(
         None => Vec::new(),
     };
     let proxies = match proxy {
-        CollisionProxy::Drawn | CollisionProxy::TetVertices => Vec::new(),
+        CollisionProxy::Drawn | CollisionProxy::DrawnMesh | CollisionProxy::TetVertices => {
+            Vec::new()
+        }
         CollisionProxy::TetVerticesAndPoints(points) => points.iter().map(|p| to_sim(*p)).collect(),
     };
     Ok(sim::BodyDesc {
@@ -134,10 +136,11 @@ fn create_body(
 }
 
 /// Makes body `h` collide by its drawn mesh: its `points` (embedded in its tets) against
-/// obstacles, and with its `triangles` against other bodies, if no point lies further outside
-/// the tet mesh than [`sim::MAX_DRAWN_EXTRAPOLATION`]; otherwise warns and leaves the tet mesh
-/// colliding. A mesh the world refuses as a drawn mesh (a degenerate triangle, no triangles)
-/// collides by its points with obstacles only, with a warning.
+/// obstacles, and with its `triangles` (if given) against other bodies, if no point lies
+/// further outside the tet mesh than [`sim::MAX_DRAWN_EXTRAPOLATION`]; otherwise warns and
+/// leaves the tet mesh colliding. A mesh the world refuses as a drawn mesh (a degenerate
+/// triangle, no triangles, not a triangle list) collides by its points with obstacles only,
+/// with a warning.
 fn collide_by_drawn_mesh(
     world: &mut DeformableWorld,
     h: BodyHandle,
@@ -269,17 +272,40 @@ pub(super) fn create_bodies(
                     Some((p, copy)) => {
                         let s = to_sim(transform.scale);
                         let rest: Vec<sim::Vec3> = p.iter().map(|q| q.component_mul(&s)).collect();
-                        // A mirroring scale turns the triangles inside out.
+                        // Only a body that collides by its drawn mesh needs the triangles; a
+                        // mirroring scale turns them inside out.
                         let mirrored = s.x * s.y * s.z < 0.0;
-                        let triangles = render::mesh_triangles(&copy, &rest).map(|t| {
-                            t.into_iter()
-                                .map(|[a, b, c]| if mirrored { [a, c, b] } else { [a, b, c] })
-                                .collect()
-                        });
+                        let triangles = matches!(proxy, CollisionProxy::DrawnMesh)
+                            .then(|| render::mesh_triangles(&copy, &rest))
+                            .map(|t| {
+                                t.map(|t| {
+                                    t.into_iter()
+                                        .map(
+                                            |[a, b, c]| {
+                                                if mirrored { [a, c, b] } else { [a, b, c] }
+                                            },
+                                        )
+                                        .collect()
+                                })
+                            });
                         commands.entity(entity).insert(Mesh3d(meshes.add(copy)));
                         let points = sim::embed::embed_points(&mesh, &rest);
-                        if matches!(proxy, CollisionProxy::Drawn) {
-                            collide_by_drawn_mesh(&mut world, h, entity, &points, triangles);
+                        match triangles {
+                            _ if !matches!(
+                                proxy,
+                                CollisionProxy::Drawn | CollisionProxy::DrawnMesh
+                            ) => {}
+                            None => collide_by_drawn_mesh(&mut world, h, entity, &points, None),
+                            Some(None) => {
+                                warn!(
+                                    "deformable body {entity}: its Mesh3d is not a triangle list; \
+                                     it meets other bodies by its tet surface"
+                                );
+                                collide_by_drawn_mesh(&mut world, h, entity, &points, None);
+                            }
+                            Some(Some(t)) => {
+                                collide_by_drawn_mesh(&mut world, h, entity, &points, Some(t));
+                            }
                         }
                         points
                     }

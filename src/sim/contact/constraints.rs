@@ -35,8 +35,9 @@
 //! the residual stuck at 7e-2; two 2.0 s (6e-3); three 2.1 s (8e-4, as unlimited); four 2.6 s.
 //! One-vertex rows and soft-soft rows of tet surfaces follow the rules above either way. A
 //! soft-soft row over a drawn surface's embedded points ([`RowDecoupler::add_shared`]) shares
-//! vertices like an embedded obstacle row where rows are coupled, counted per point tet and
-//! pair of bodies; decoupled, its caller reduces it to two carrier vertices first.
+//! vertices like an embedded obstacle row where rows are coupled, at most
+//! [`MAX_COUPLED_SOFT_ROWS_PER_TET`] per point tet and pair of bodies; decoupled, its caller
+//! reduces it to two carrier vertices first.
 //!
 //! Pinned vertices are always terms of the right-hand side. A row whose free coefficients carry
 //! less than a tenth of its squared norm (held or pinned vertices carry the rest) is dropped: it
@@ -48,6 +49,14 @@ use crate::sim::qp::{ConstraintRow, MAX_ROW_VERTICES};
 
 /// Most coupled rows over one set of vertices against one obstacle (see the module docs).
 pub const MAX_COUPLED_ROWS_PER_TET: u8 = 3;
+
+/// Most coupled soft-soft rows of a drawn surface's points in one tet against one other body
+/// (see the module docs). Measured with two caged bunnies dropped onto each other (`cargo
+/// bench --bench drawn`): with 3, as for obstacles, the 7-cell cages' island exceeds the
+/// contact subspace's rows and MPRGP's decoupled rows let them sink into each other (1.4 s
+/// per step); with 1 they rest at 35 ms per step, but the 5-cell cages still sink (2 does
+/// neither). Two drawn boxes rest alike with 1 or 3.
+pub const MAX_COUPLED_SOFT_ROWS_PER_TET: u8 = 1;
 
 /// Smallest `|free coefficients|^2 / |all coefficients|^2` of an admitted row.
 const MIN_FREE_SHARE: f64 = 0.1;
@@ -313,8 +322,12 @@ impl RowDecoupler {
                 }
             }
             key.sort_unstable();
+            let cap = match key_terms {
+                None => MAX_COUPLED_ROWS_PER_TET,
+                Some(_) => MAX_COUPLED_SOFT_ROWS_PER_TET,
+            };
             let count = self.per_tet.entry((key, source)).or_insert(0);
-            if *count >= MAX_COUPLED_ROWS_PER_TET {
+            if *count >= cap {
                 return false;
             }
             *count += 1;

@@ -546,7 +546,9 @@ impl Island {
     /// pairing its surface vertex with the triangle corner that carries the contact point (see
     /// the comments inside). With `coupled` (the QP goes to the contact subspace, which takes
     /// any rows), obstacle rows over several vertices may share them
-    /// ([`RowDecoupler::reset_with`]).
+    /// ([`RowDecoupler::reset_with`]), and so may the rows of a drawn surface's points and
+    /// triangles ([`RowDecoupler::add_shared`]), each over a drawn point's tet and a triangle
+    /// corner's tet.
     ///
     /// Depenetration is limited to `push_out` (m, the most a row may move its contact out of
     /// a penetration it started the step in, [`WorldSettings::max_depenetration_speed`] times

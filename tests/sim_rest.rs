@@ -652,40 +652,66 @@ fn a_stiff_cube_at_a_large_step_stays_at_rest() {
 #[test]
 fn a_jelly_cube_thrown_at_a_thin_wall_keeps_every_vertex_in_front() {
     for speed in [5.0, 10.0] {
-        let mut world = SoftWorld::new(WorldSettings {
-            gravity: Vec3::zeros(),
-            ..WorldSettings::default()
-        });
-        let wall = ObstacleCollider::cuboid(Vec3::new(0.01, 1.0, 1.0))
-            .unwrap()
-            .with_position(Vec3::new(0.5, 0.0, 0.0));
-        world.add_obstacle(wall).unwrap();
-        let body = world
-            .add_body(
-                Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 4).unwrap()),
-                MaterialParams::JELLY,
-                Vec3::zeros(),
-            )
-            .unwrap();
-        for v in world.velocities_mut(body).unwrap() {
-            *v = Vec3::new(speed, 0.0, 0.0);
-        }
-        let mut deepest = f64::NEG_INFINITY;
-        for _ in 0..60 {
-            assert!(world.step(DT).unwrap().frozen.is_empty());
-            let front = world
-                .positions(body)
-                .unwrap()
-                .iter()
-                .map(|p| p.x)
-                .fold(f64::NEG_INFINITY, f64::max);
-            deepest = deepest.max(front - 0.49);
-        }
+        let deepest = thrown_at_wall(MaterialParams::JELLY, speed, 0.01);
         assert!(
             deepest < 2e-3,
             "{speed} m/s: a vertex {deepest} m past the wall's face"
         );
     }
+}
+
+/// Jelly and rubber cubes thrown at a 2 mm wall at 20, 30 and 60 m/s (a third, a half and all
+/// of the cube's length in one step): no vertex gets past the wall's face. Before re-detection
+/// at the iterate was swept from the step's start, the rubber cube put 4 vertices 10-33 mm
+/// past it at 30 and 60 m/s: within the iterations they crossed the whole wall, and the
+/// contact found where they ended was the back face's, which pushed them on.
+#[test]
+fn cubes_thrown_at_a_2_mm_wall_at_up_to_60_m_s_stay_in_front_of_it() {
+    for material in [MaterialParams::JELLY, MaterialParams::RUBBER] {
+        for speed in [20.0, 30.0, 60.0] {
+            let deepest = thrown_at_wall(material, speed, 0.001);
+            assert!(
+                deepest < 1e-3,
+                "{speed} m/s: a vertex {deepest} m past the wall's face"
+            );
+        }
+    }
+}
+
+/// A 0.4 m cube of `material` thrown at `speed` (m/s), without gravity, at a wall of
+/// half-thickness `half` (m) whose face is 0.29 m ahead of it; the farthest any vertex got
+/// past the face over 1 s (m).
+fn thrown_at_wall(material: MaterialParams, speed: f64, half: f64) -> f64 {
+    let mut world = SoftWorld::new(WorldSettings {
+        gravity: Vec3::zeros(),
+        ..WorldSettings::default()
+    });
+    let wall = ObstacleCollider::cuboid(Vec3::new(half, 1.0, 1.0))
+        .unwrap()
+        .with_position(Vec3::new(0.49 + half, 0.0, 0.0));
+    world.add_obstacle(wall).unwrap();
+    let body = world
+        .add_body(
+            Arc::new(TetMesh::try_cuboid(Vec3::repeat(0.2), 4).unwrap()),
+            material,
+            Vec3::zeros(),
+        )
+        .unwrap();
+    for v in world.velocities_mut(body).unwrap() {
+        *v = Vec3::new(speed, 0.0, 0.0);
+    }
+    let mut deepest = f64::NEG_INFINITY;
+    for _ in 0..60 {
+        assert!(world.step(DT).unwrap().frozen.is_empty());
+        let front = world
+            .positions(body)
+            .unwrap()
+            .iter()
+            .map(|p| p.x)
+            .fold(f64::NEG_INFINITY, f64::max);
+        deepest = deepest.max(front - 0.49);
+    }
+    deepest
 }
 
 /// The audit adds up: the energy it reports at the end of each step is the body's energy

@@ -77,10 +77,11 @@ pub(super) struct RowKey {
 const EMBEDDED_ROW_COMPLIANCE: f64 = 1e-3;
 
 /// The dense LCP's tolerance where rows are compliant, relative to the largest `|q|` (the
-/// largest gap change asked, m): where dozens of embedded rows share a few vertices, the
-/// active-set steps reach a natural-map residual of about 1e-5 of it and then cycle (a drawn
-/// box dropped onto another: 140 subspace steps in 300 sweeps, residual 1e-7 to 4e-7 m against
-/// gaps of 3 cm), which is 1e-2 of the compliance's own give.
+/// largest gap change asked, m). Where dozens of embedded rows share a few vertices the solves
+/// stalled at natural-map residuals of 2e-5 to 4e-4 of it (1e-7 to 2e-6 m against 5 mm: a
+/// drawn box dropped onto another, 140 subspace steps in 300 sweeps) and the island fell back
+/// to MPRGP; 1e-3 of it is a few micrometres, the order of the compliance's own give (1e-3 of
+/// the displacement a row's force causes).
 const EMBEDDED_LCP_TOLERANCE: f64 = 1e-3;
 
 /// Sorts row indices by their keys (ties cannot matter: equal keys are equal rows).

@@ -114,7 +114,8 @@ pub struct RowSpec {
 }
 
 /// Whether a multi-vertex row may share its vertices where rows are coupled, and what counts
-/// it against [`MAX_COUPLED_ROWS_PER_TET`].
+/// it against its cap ([`MAX_COUPLED_ROWS_PER_TET`] for all its unknowns,
+/// [`MAX_COUPLED_SOFT_ROWS_PER_TET`] for its leading terms).
 #[derive(Debug, Clone, Copy)]
 enum Sharing {
     /// It may not (soft-soft and edge rows of tet surfaces).
@@ -123,18 +124,6 @@ enum Sharing {
     AllTerms,
     /// It may, counted by the unknowns of its first terms (a drawn point's tet).
     LeadingTerms(usize),
-}
-
-impl Sharing {
-    /// `None` where the row may not share; else `Some(None)` to count it by all its unknowns,
-    /// `Some(Some(n))` by those of its first `n` terms.
-    fn key_terms(self) -> Option<Option<usize>> {
-        match self {
-            Sharing::None => None,
-            Sharing::AllTerms => Some(None),
-            Sharing::LeadingTerms(n) => Some(Some(n)),
-        }
-    }
 }
 
 /// Admits decoupled rows over the unknowns of a QP (see the module docs).
@@ -309,23 +298,23 @@ impl RowDecoupler {
             let u = self.uses[d] as usize;
             self.vertex_rows[d][u] = j;
             self.uses[d] += 1;
-        } else if let (true, Some(key_terms)) = (self.coupled, sharing.key_terms()) {
+        } else if self.coupled && !matches!(sharing, Sharing::None) {
             // Admitted whatever uses its vertices (the dual takes rows that share them), up to
             // a few per tet and source.
             let mut key = [u32::MAX; MAX_ROW_VERTICES];
-            match key_terms {
-                None => key[..row.len as usize].copy_from_slice(&row.vertices[..row.len as usize]),
-                Some(n) => {
+            let cap = match sharing {
+                Sharing::LeadingTerms(n) => {
                     for (k, t) in key.iter_mut().zip(&terms[..n]) {
                         *k = t.unknown.unwrap_or(u32::MAX);
                     }
+                    MAX_COUPLED_SOFT_ROWS_PER_TET
                 }
-            }
-            key.sort_unstable();
-            let cap = match key_terms {
-                None => MAX_COUPLED_ROWS_PER_TET,
-                Some(_) => MAX_COUPLED_SOFT_ROWS_PER_TET,
+                _ => {
+                    key[..row.len as usize].copy_from_slice(&row.vertices[..row.len as usize]);
+                    MAX_COUPLED_ROWS_PER_TET
+                }
             };
+            key.sort_unstable();
             let count = self.per_tet.entry((key, source)).or_insert(0);
             if *count >= cap {
                 return false;

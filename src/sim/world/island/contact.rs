@@ -139,16 +139,13 @@ impl IslandContact {
                     }
                 }
             }
+            // Edges are a tet surface's: their ends are mesh vertices.
             IslandContact::Edge(c) => {
                 if c.body_a == body {
-                    for &v in &c.edge_a {
-                        push_point(&mut out, v);
-                    }
+                    c.edge_a.iter().for_each(|&v| push(&mut out, v));
                 }
                 if c.body_b == body {
-                    for &v in &c.edge_b {
-                        push_point(&mut out, v);
-                    }
+                    c.edge_b.iter().for_each(|&v| push(&mut out, v));
                 }
             }
         }

@@ -8,9 +8,12 @@
 //! are not unknowns: they sit at their targets, and their terms move to the right-hand side.
 //!
 //! Per step: the velocity damping and the external forces (gravity, and aerodynamic drag on
-//! each triangle along its normal, from its velocity relative to the wind) give the inertial
+//! each triangle from its velocity relative to the wind, stronger along its normal than in its
+//! plane) give the inertial
 //! prediction `y = x + h v + h^2 M^-1 f`; a fixed number of local/global iterations from `y`;
-//! then `v = (x_new - x) / h`. Contact is not part of this system yet.
+//! then `v = (x_new - x) / h`. With obstacles ([`ClothSystem::step_among`]) the vertices are
+//! kept outside them by contact planes projected after every global solve, with friction
+//! after the iterations (`contact.rs`).
 
 use std::sync::Arc;
 
@@ -18,10 +21,12 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use super::bending::{bending_energy, hinge_weights};
+use super::contact::ClothContacts;
 use super::curvature::{CurvatureRow, curvature_energy, curvature_rows};
 use super::membrane::{RestTriangle, area_limited, compose, svd32};
 use super::mesh::{ClothMesh, ClothMeshError};
 use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
+use crate::sim::contact::ObstacleCollider;
 use crate::sim::math::Vec3;
 use crate::sim::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
 
@@ -76,9 +81,38 @@ pub struct ClothMaterial {
     /// Aerodynamic drag (kg/(m^2 s)): per area, the force along the normal per m/s of normal
     /// velocity relative to the wind.
     pub drag: f64,
+    /// Aerodynamic drag along the surface (kg/(m^2 s)): per area, the force in the plane per
+    /// m/s of in-plane velocity relative to the wind (the skin friction that streams a flag
+    /// out along a wind in its plane).
+    pub tangential_drag: f64,
+    /// How far (m) the cloth's vertices keep from an obstacle's surface, `> 0`.
+    pub thickness: f64,
+    /// Coulomb friction coefficient against obstacles (dimensionless, `>= 0`), averaged with
+    /// the obstacle's by its combine rule.
+    pub friction: f64,
 }
 
 impl ClothMaterial {
+    /// Silk: 0.05 kg/m^2, light and flowing: 500 N/m in plane with 1,000 N/m more beyond 8 %
+    /// stretch or compression, very soft to bend, much drag for its weight (along its plane
+    /// too: a silk flag streams out in a 5 m/s wind), slippery.
+    pub const SILK: Self = Self {
+        density: 0.05,
+        in_plane: InPlaneModel::AsRigidAsPossible,
+        stretch_stiffness: 5.0e2,
+        bending: BendingModel::FlatHinges,
+        bend_stiffness: 2.0e-6,
+        strain_limits: Some((0.92, 1.08)),
+        limit_stiffness: 1.0e3,
+        area_limits: None,
+        area_stiffness: 1.0e3,
+        damping: 0.1,
+        drag: 0.8,
+        tangential_drag: 0.2,
+        thickness: 0.003,
+        friction: 0.25,
+    };
+
     /// Cotton: 0.15 kg/m^2, 1,000 N/m in plane with 2,000 N/m more beyond 10 % stretch or
     /// compression, soft to bend.
     pub const COTTON: Self = Self {
@@ -93,7 +127,76 @@ impl ClothMaterial {
         area_stiffness: 2.0e3,
         damping: 0.2,
         drag: 0.5,
+        tangential_drag: 0.05,
+        thickness: 0.005,
+        friction: 0.5,
     };
+
+    /// Denim: 0.4 kg/m^2, 3,000 N/m in plane with 3,000 N/m more beyond 6 % stretch or
+    /// compression, stiffer to bend than cotton.
+    pub const DENIM: Self = Self {
+        density: 0.4,
+        in_plane: InPlaneModel::AsRigidAsPossible,
+        stretch_stiffness: 3.0e3,
+        bending: BendingModel::FlatHinges,
+        bend_stiffness: 1.0e-4,
+        strain_limits: Some((0.94, 1.06)),
+        limit_stiffness: 3.0e3,
+        area_limits: None,
+        area_stiffness: 3.0e3,
+        damping: 0.3,
+        drag: 0.4,
+        tangential_drag: 0.04,
+        thickness: 0.006,
+        friction: 0.6,
+    };
+
+    /// Leather: 0.9 kg/m^2, 5,000 N/m in plane with 5,000 N/m more beyond 5 % stretch or
+    /// compression, stiff to bend (it folds in broad curves), grippy.
+    pub const LEATHER: Self = Self {
+        density: 0.9,
+        in_plane: InPlaneModel::AsRigidAsPossible,
+        stretch_stiffness: 5.0e3,
+        bending: BendingModel::FlatHinges,
+        bend_stiffness: 1.0e-3,
+        strain_limits: Some((0.95, 1.05)),
+        limit_stiffness: 5.0e3,
+        area_limits: None,
+        area_stiffness: 5.0e3,
+        damping: 0.5,
+        drag: 0.3,
+        tangential_drag: 0.03,
+        thickness: 0.008,
+        friction: 0.7,
+    };
+
+    /// A rubber sheet: 0.8 kg/m^2, stretchy (600 N/m in plane, no strain limit, its area held
+    /// within 70-150 % of its rest area), soft to bend, grippy.
+    pub const RUBBER_SHEET: Self = Self {
+        density: 0.8,
+        in_plane: InPlaneModel::AsRigidAsPossible,
+        stretch_stiffness: 6.0e2,
+        bending: BendingModel::FlatHinges,
+        bend_stiffness: 5.0e-4,
+        strain_limits: None,
+        limit_stiffness: 0.0,
+        area_limits: Some((0.7, 1.5)),
+        area_stiffness: 2.0e3,
+        damping: 0.3,
+        drag: 0.3,
+        tangential_drag: 0.03,
+        thickness: 0.005,
+        friction: 0.9,
+    };
+
+    /// Every preset with its name, lightest first.
+    pub const PRESETS: [(&'static str, Self); 5] = [
+        ("silk", Self::SILK),
+        ("cotton", Self::COTTON),
+        ("denim", Self::DENIM),
+        ("leather", Self::LEATHER),
+        ("rubber sheet", Self::RUBBER_SHEET),
+    ];
 
     /// Checks every value (see [`ClothError::InvalidMaterial`]).
     fn check(&self) -> Result<(), ClothError> {
@@ -110,10 +213,15 @@ impl ClothMaterial {
             ("area_stiffness", self.area_stiffness),
             ("damping", self.damping),
             ("drag", self.drag),
+            ("tangential_drag", self.tangential_drag),
+            ("friction", self.friction),
         ] {
             if !(value >= 0.0 && value.is_finite()) {
                 return bad(what, value);
             }
+        }
+        if !(self.thickness > 0.0 && self.thickness.is_finite()) {
+            return bad("thickness", self.thickness);
         }
         if let Some((min, max)) = self.strain_limits {
             if !(0.0..=1.0).contains(&min) {
@@ -301,6 +409,8 @@ pub struct ClothSystem {
     curvature: Vec<CurvatureRow>,
     curvature_terms: Vec<Vec3>,
     curvature_incidence: Incidence<(u32, f64)>,
+    /// The step's contacts with obstacles (`contact.rs`).
+    contacts: ClothContacts,
 }
 
 impl ClothSystem {
@@ -388,6 +498,7 @@ impl ClothSystem {
                     .collect::<Vec<_>>(),
             ),
             curvature,
+            contacts: ClothContacts::default(),
             mesh,
         })
     }
@@ -461,13 +572,29 @@ impl ClothSystem {
         Ok(())
     }
 
-    /// Advances the cloth by one step under `gravity` (m/s^2) in the `wind` (m/s).
+    /// Advances the cloth by one step under `gravity` (m/s^2) in the `wind` (m/s), touching
+    /// nothing.
+    ///
+    /// # Errors
+    /// As [`ClothSystem::step_among`].
+    pub fn step(&mut self, gravity: Vec3, wind: Vec3) -> Result<(), ClothError> {
+        self.step_among(gravity, wind, &[])
+    }
+
+    /// Advances the cloth by one step under `gravity` (m/s^2) in the `wind` (m/s), its
+    /// vertices kept [`ClothMaterial::thickness`] outside the `obstacles` with friction
+    /// (`contact.rs`).
     ///
     /// # Errors
     /// [`ClothError::NonFinite`] for gravity or wind (nothing moves), or
     /// [`ClothError::Unstable`] where the step produced non-finite positions (the cloth is
     /// put back where it was, at rest).
-    pub fn step(&mut self, gravity: Vec3, wind: Vec3) -> Result<(), ClothError> {
+    pub fn step_among(
+        &mut self,
+        gravity: Vec3,
+        wind: Vec3,
+        obstacles: &[ObstacleCollider],
+    ) -> Result<(), ClothError> {
         if !gravity.iter().chain(wind.iter()).all(|c| c.is_finite()) {
             return Err(ClothError::NonFinite("gravity or wind"));
         }
@@ -490,10 +617,24 @@ impl ClothSystem {
                 self.x[v] + h * self.v[v] + (h * h / self.mass[v]) * self.force[v]
             };
         }
+        let unknown_of = &self.unknown_of;
+        let free = |v: usize| unknown_of[v] != PINNED;
+        let thickness = self.material.thickness;
+        self.contacts
+            .detect(&self.start, &self.y, free, obstacles, thickness);
         self.x.copy_from_slice(&self.y);
+        self.project_contacts(obstacles);
         for _ in 0..self.iterations.max(1) {
             self.iterate();
+            self.project_contacts(obstacles);
         }
+        self.contacts.apply_friction(
+            &mut self.x,
+            &self.start,
+            obstacles,
+            self.material.friction,
+            h,
+        );
         if !self.x.iter().all(|p| p.iter().all(|c| c.is_finite())) {
             self.x.copy_from_slice(&self.start);
             self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
@@ -505,12 +646,26 @@ impl ClothSystem {
         Ok(())
     }
 
+    /// The iterate and the inertial targets moved out of the obstacles (`contact.rs`).
+    fn project_contacts(&mut self, obstacles: &[ObstacleCollider]) {
+        let unknown_of = &self.unknown_of;
+        let free = |v: usize| unknown_of[v] != PINNED;
+        self.contacts.project(
+            &mut self.x,
+            &mut self.y,
+            &self.start,
+            free,
+            obstacles,
+            self.material.thickness,
+        );
+    }
+
     /// Gravity and drag per vertex (N), into `force`.
     fn external_forces(&mut self, gravity: Vec3, wind: Vec3) {
         for (f, &m) in self.force.iter_mut().zip(&self.mass) {
             *f = m * gravity;
         }
-        if self.material.drag == 0.0 {
+        if self.material.drag == 0.0 && self.material.tangential_drag == 0.0 {
             return;
         }
         for t in self.mesh.triangles() {
@@ -522,7 +677,11 @@ impl ClothSystem {
             }
             let n = normal2 / area2;
             let velocity = (self.v[a] + self.v[b] + self.v[c]) / 3.0;
-            let f = n * (self.material.drag * 0.5 * area2 * (wind - velocity).dot(&n) / 3.0);
+            let relative = wind - velocity;
+            let normal = n * relative.dot(&n);
+            let f = (normal * self.material.drag
+                + (relative - normal) * self.material.tangential_drag)
+                * (0.5 * area2 / 3.0);
             for v in [a, b, c] {
                 self.force[v] += f;
             }
@@ -605,9 +764,26 @@ impl ClothSystem {
         &self.v
     }
 
+    /// Positions (m), to set (a teleport, or the state of a cloth rebuilt with another
+    /// material); a pinned vertex is put back at its target by the next step.
+    pub fn positions_mut(&mut self) -> &mut [Vec3] {
+        &mut self.x
+    }
+
+    /// Velocities (m/s), to set (a throw, a gust); a pinned vertex's is ignored (zero at the
+    /// next step).
+    pub fn velocities_mut(&mut self) -> &mut [Vec3] {
+        &mut self.v
+    }
+
     /// The mesh.
     pub fn mesh(&self) -> &ClothMesh {
         &self.mesh
+    }
+
+    /// The contact planes of the last step (obstacle contacts of its vertices).
+    pub fn contact_count(&self) -> usize {
+        self.contacts.count()
     }
 
     /// Mass per vertex (kg).

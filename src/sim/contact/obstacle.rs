@@ -15,7 +15,7 @@ use crate::sim::material::{CombineRule, SurfaceCoefficients};
 use crate::sim::math::Vec3;
 use nalgebra::UnitQuaternion;
 use parry3d::math::{Pose, Vector};
-use parry3d::query::Ray;
+use parry3d::query::{Ray, RayCast};
 use parry3d::shape::{Shape, SharedShape, TriMeshFlags};
 use parry3d::utils::Array2;
 
@@ -871,6 +871,40 @@ impl ObstacleCollider {
             }
             ObstacleShape::HeightField { .. } => self.query_heightfield(q, margin),
             _ => self.query_parry(q, margin),
+        }
+    }
+
+    /// Whether the straight path from `a` to `b` (m, world) passes through the obstacle: an end
+    /// inside it, or the segment crossing its surface (a fast point's path through a thin
+    /// obstacle). Tested in `f32` against parry's ray casts (analytic shapes build a parry
+    /// ball or capsule for it).
+    pub fn segment_enters(&self, a: Vec3, b: Vec3) -> bool {
+        let inside = |p: Vec3| self.query(p, 0.0).is_some_and(|c| c.depth > 0.0);
+        if inside(a) || inside(b) {
+            return true;
+        }
+        let local = |p: Vec3| self.rotation.inverse() * (p - self.position);
+        let (la, lb) = (local(a), local(b));
+        if (lb - la).norm_squared() == 0.0 {
+            return false;
+        }
+        let ray = Ray::new(to_parry(&la), to_parry(&(lb - la)));
+        match &self.shape {
+            // Only ends can be inside a half-space: checked above.
+            ObstacleShape::HalfSpace { .. } => false,
+            ObstacleShape::Ball { radius } => parry3d::shape::Ball::new(*radius as f32)
+                .cast_local_ray(&ray, 1.0, true)
+                .is_some(),
+            ObstacleShape::Capsule {
+                half_height,
+                radius,
+            } => parry3d::shape::Capsule::new_y(*half_height as f32, *radius as f32)
+                .cast_local_ray(&ray, 1.0, true)
+                .is_some(),
+            _ => self
+                .parry
+                .as_ref()
+                .is_some_and(|shape| shape.cast_local_ray(&ray, 1.0, true).is_some()),
         }
     }
 

@@ -1,0 +1,254 @@
+//! A cloth against obstacles: speculative contact planes, their projection after every global
+//! solve, and Coulomb friction on the step's tangential motion.
+//!
+//! **Detection, once per step.** Every free vertex is tested where it starts the step, with
+//! the margin widened by how far its inertial prediction moves it
+//! ([`crate::sim::contact::detect_contacts_swept`], the solids' speculative contacts): a contact
+//! is kept where the prediction comes within the cloth's thickness of the plane through the
+//! obstacle's closest point. The plane comes from where the vertex was, so a vertex falling at
+//! 20 m/s onto a 2 mm plate meets the plate's top face, not the far side of it. Within the
+//! iterations a vertex with no contact that has come within the thickness of an obstacle gets
+//! one from where it is (re-detection at the iterate, with the closest point's plane).
+//!
+//! **Projection, after every global solve.** Each contact asks `n' (x_v - p) >= thickness`,
+//! of the iterate and of the vertex's inertial target `y_v` alike (a target inside would pull
+//! the cloth resting on the plane into it at every solve, and the cloth around it with it).
+//! A vertex on the wrong side of its plane is checked against the obstacle: where it is on the
+//! plane's side of the surface, or got where it is without passing through the obstacle, the
+//! plane moves to the surface's closest point (a vertex wrapping round a table's edge follows
+//! the edge; a plane kept from the step's start would hold it under the edge), and where its
+//! straight path from the step's start went through the obstacle, the speculative plane
+//! stays. The vertex is then moved out along the normal, so every iterate, and the step's end,
+//! has no vertex within the thickness of an obstacle's surface (up to a vertex between two
+//! obstacles, whose planes are projected one after the other).
+//!
+//! **Friction, after the iterations** (position-based Coulomb friction, Macklin et al. 2014,
+//! "Unified particle physics for real-time applications", section 6.1): a vertex the contact
+//! pushed by `d` along the normal in this step may slide, relative to the obstacle's surface,
+//! by no more than `mu d`: its tangential displacement is cut by `mu d` (to zero where it is
+//! smaller: static friction). `d` is the push on its inertial target (the approach and the
+//! weight the contact cancelled) plus the last iterate's push, so the bound is Coulomb's
+//! `|f_t| <= mu f_n` with both forces times `h^2 / m`.
+//!
+//! Deviation from the solids' contact (a QP per global step, `crate::sim::qp`): the planes are
+//! projected in the Euclidean metric after an unconstrained solve, as position-based dynamics
+//! projects collisions, not solved with the global matrix. The cloth's matrix is too
+//! ill-conditioned for an iterative QP at a game's budget (its stretch stiffness is thousands
+//! of times its mass term at 1/60 s, so projected CG takes hundreds of iterations), and a
+//! draped cloth has hundreds of contacts, too many for the solids' dense dual. The projected
+//! iterate is what the next local step sees, so the cloth's elasticity carries the contact to
+//! the vertices around it within the step's iterations. That fixed point is not the QP's: at
+//! cells under about 7 cm a tablecloth's overhang folds up on the table instead of hanging
+//! (measured in `mod.rs`). Only vertices collide: an edge or a triangle of a coarse cloth can
+//! pass over a feature narrower than its cells (a thin pole), and an obstacle moving more than
+//! its own size in a step can pass through the cloth.
+
+use crate::sim::contact::{Contact, ObstacleCollider, detect_contacts_swept};
+use crate::sim::embed::EmbeddedPoint;
+use crate::sim::material::CombineRule;
+use crate::sim::math::Vec3;
+
+/// One contact plane of a cloth vertex.
+#[derive(Debug, Clone, Copy)]
+struct Plane {
+    vertex: u32,
+    obstacle: u32,
+    /// A point of the obstacle's surface (m) and its outward unit normal.
+    point: Vec3,
+    normal: Vec3,
+    /// The last projection's push along the normal (m), 0 where it did not touch.
+    push: f64,
+    /// How far the step's inertial target was moved out along the normal (m): the approach
+    /// and weight the contact took from the prediction.
+    target_push: f64,
+}
+
+/// A cloth's contacts with the obstacles in one step, and the buffers they reuse.
+#[derive(Debug, Default)]
+pub(super) struct ClothContacts {
+    /// One proxy per vertex, for the speculative detection.
+    proxies: Vec<EmbeddedPoint>,
+    start: Vec<Vec3>,
+    end: Vec<Vec3>,
+    found: Vec<Contact>,
+    planes: Vec<Plane>,
+    /// Per vertex: whether a plane holds it.
+    held: Vec<bool>,
+    /// Per obstacle: its bounds padded by the thickness (scratch).
+    bounds: Vec<Option<(Vec3, Vec3)>>,
+}
+
+impl ClothContacts {
+    /// The step's speculative contact planes of the free vertices (`free[v]`) moving from
+    /// `start` to the prediction `y`, within `thickness` (m).
+    pub fn detect(
+        &mut self,
+        start: &[Vec3],
+        y: &[Vec3],
+        free: impl Fn(usize) -> bool,
+        obstacles: &[ObstacleCollider],
+        thickness: f64,
+    ) {
+        let n = start.len();
+        if self.proxies.len() != n {
+            self.proxies = (0..n as u32).map(EmbeddedPoint::vertex).collect();
+        }
+        self.planes.clear();
+        self.held.clear();
+        self.held.resize(n, false);
+        if obstacles.is_empty() {
+            return;
+        }
+        self.found.clear();
+        detect_contacts_swept(
+            &self.proxies,
+            start,
+            y,
+            obstacles,
+            thickness,
+            &[],
+            &mut self.start,
+            &mut self.end,
+            &mut self.found,
+        );
+        for c in &self.found {
+            let v = c.proxy as usize;
+            if free(v) {
+                self.held[v] = true;
+                self.planes.push(Plane {
+                    vertex: c.proxy,
+                    obstacle: c.obstacle,
+                    point: c.point,
+                    normal: c.normal,
+                    push: 0.0,
+                    target_push: 0.0,
+                });
+            }
+        }
+    }
+
+    /// Moves every vertex of `x` held by a plane out to the cloth's `thickness` (m) from the
+    /// obstacle's surface, and its inertial target in `y` with it; first gives a plane to
+    /// each free vertex that has come within the thickness of an obstacle without one.
+    /// `start` holds the positions at the step's start.
+    ///
+    /// A vertex that is on the wrong side of its plane is checked against the obstacle itself:
+    /// where it is within the thickness of the surface on the plane's side, or got there
+    /// without its straight path from the step's start passing through the obstacle, the plane
+    /// is moved to the surface's closest point (so a vertex wrapping round a table's edge
+    /// follows the edge instead of the plane it had above it); where its path went through
+    /// the obstacle (a fast vertex through a thin plate), the plane it had stays.
+    pub fn project(
+        &mut self,
+        x: &mut [Vec3],
+        y: &mut [Vec3],
+        start: &[Vec3],
+        free: impl Fn(usize) -> bool,
+        obstacles: &[ObstacleCollider],
+        thickness: f64,
+    ) {
+        if obstacles.is_empty() {
+            return;
+        }
+        self.bounds.clear();
+        self.bounds.extend(obstacles.iter().map(|o| {
+            o.bounds()
+                .map(|(lo, hi)| (lo.add_scalar(-thickness), hi.add_scalar(thickness)))
+        }));
+        for (v, p) in x.iter().enumerate() {
+            if self.held[v] || !free(v) {
+                continue;
+            }
+            for (o, obstacle) in obstacles.iter().enumerate() {
+                if let Some((lo, hi)) = &self.bounds[o]
+                    && (0..3).any(|k| p[k] < lo[k] || p[k] > hi[k])
+                {
+                    continue;
+                }
+                if let Some(c) = obstacle.query(*p, thickness) {
+                    self.held[v] = true;
+                    self.planes.push(Plane {
+                        vertex: v as u32,
+                        obstacle: o as u32,
+                        point: c.point,
+                        normal: c.normal,
+                        push: 0.0,
+                        target_push: 0.0,
+                    });
+                    break;
+                }
+            }
+        }
+        for plane in &mut self.planes {
+            let v = plane.vertex as usize;
+            let p = &mut x[v];
+            let gap = plane.normal.dot(&(*p - plane.point)) - thickness;
+            plane.push = 0.0;
+            if gap >= 0.0 {
+                // Outside the plane: outside a convex obstacle by the thickness at least.
+                continue;
+            }
+            let obstacle = &obstacles[plane.obstacle as usize];
+            let through = || obstacle.segment_enters(start[v], *p);
+            match obstacle.query(*p, thickness) {
+                Some(c) if c.normal.dot(&plane.normal) > 0.0 || !through() => {
+                    plane.point = c.point;
+                    plane.normal = c.normal;
+                }
+                // On the far side, having passed through: back to the plane's side.
+                Some(_) => {}
+                None if through() => {}
+                // Round the obstacle, clear of it: nothing to push.
+                None => continue,
+            }
+            let gap = plane.normal.dot(&(*p - plane.point)) - thickness;
+            if gap < 0.0 {
+                plane.push = -gap;
+                *p -= gap * plane.normal;
+            }
+            let gap = plane.normal.dot(&(y[v] - plane.point)) - thickness;
+            if gap < 0.0 {
+                plane.target_push -= gap;
+                y[v] -= gap * plane.normal;
+            }
+        }
+    }
+
+    /// Coulomb friction on the step's motion from `start` to `x` (see the module docs), with
+    /// the cloth's coefficient `friction` combined with each obstacle's; `h` the step (s).
+    pub fn apply_friction(
+        &self,
+        x: &mut [Vec3],
+        start: &[Vec3],
+        obstacles: &[ObstacleCollider],
+        friction: f64,
+        h: f64,
+    ) {
+        for plane in &self.planes {
+            let pushed = plane.push + plane.target_push;
+            if plane.push <= 0.0 && plane.target_push <= 0.0 {
+                continue;
+            }
+            let obstacle = &obstacles[plane.obstacle as usize];
+            let surface = obstacle.surface();
+            let mu =
+                CombineRule::Average.combine(friction, surface.friction_combine, surface.friction);
+            let v = plane.vertex as usize;
+            let n = plane.normal;
+            let moved = x[v] - start[v] - h * obstacle.velocity_at(&plane.point);
+            let tangential = moved - n * n.dot(&moved);
+            let length = tangential.norm();
+            let budget = mu * pushed;
+            x[v] -= if length <= budget {
+                tangential
+            } else {
+                tangential * (budget / length)
+            };
+        }
+    }
+
+    /// Contact planes in this step.
+    pub fn count(&self) -> usize {
+        self.planes.len()
+    }
+}

@@ -27,6 +27,8 @@ pub const LCP_RESIDUAL: DiagnosticPath = DiagnosticPath::const_new("deformable/l
 pub struct DeformableDiagnostics {
     /// Wall time of the step (ms).
     pub step_ms: f64,
+    /// Wall time of the cloths' steps after it (ms; [`crate::cloth`]).
+    pub cloth_ms: f64,
     /// Time in PD local steps, summed over bodies (ms).
     pub local_ms: f64,
     /// Time in PD global steps and MPRGP, summed over bodies (ms).

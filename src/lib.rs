@@ -10,6 +10,8 @@
 //! - [`DeformablePlugin`] and the [`components`]: the Bevy integration, a thin layer that copies
 //!   ECS edits into the core once per fixed step and writes the results back.
 //! - [`skin`]: soft flesh on skinned (glTF) characters, driven by their animation.
+//! - [`cloth`]: cloth rectangles (flags, curtains, tablecloths) stepped beside the soft bodies,
+//!   draping over the obstacles.
 //! - `DeformableInspectorPlugin` (feature `inspector`, on by default): an egui panel to tune
 //!   bodies and settings live, plots of the solver's statistics, debug drawing with gizmos, and
 //!   a mouse grab tool. Its non-UI parts ([`grab`], [`history`], [`tuning`]) are always built,
@@ -25,6 +27,7 @@ pub mod assets;
 #[cfg(feature = "avian")]
 pub mod avian;
 pub mod body_shapes;
+pub mod cloth;
 pub mod components;
 pub(crate) mod convert;
 pub mod diagnostics;
@@ -65,6 +68,7 @@ pub mod prelude {
     #[cfg(feature = "avian")]
     pub use crate::avian::{DeformableAvianPlugin, DeformableAvianSystems};
     pub use crate::body_shapes::MeshBodyError;
+    pub use crate::cloth::{ClothEdge, ClothPreset, ClothState, ClothWind, DeformableCloth};
     pub use crate::components::{
         Attachment, CollisionProxy, CombineRule, DeformableBody, DeformableHandle, DeformableState,
         InitialVelocity, Obstacle, ObstacleStatus, Pin, SoftMaterial, StrainLimits,

@@ -18,12 +18,13 @@ declare -A frames=(
     [pile]=600
     [character]=200
     [rollback]=75
+    [cloth]=300
 )
 
 if [ "$#" -gt 0 ]; then
     names=("$@")
 else
-    names=(showcase jelly_drop bunny pile character rollback)
+    names=(showcase jelly_drop bunny pile character rollback cloth)
 fi
 
 if ! command -v xvfb-run >/dev/null || ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then

@@ -4,7 +4,8 @@
 //!   by clicking it), the selected body's material with presets (Young's modulus on a log
 //!   slider), its pins and the time its last refactorization took; the global settings (gravity,
 //!   fixed step, substeps, friction model, iterations, tolerances); pause, single step, reset
-//!   and time scale; saving and loading the scene's tuning (RON, see [`crate::tuning`]).
+//!   and time scale; saving and loading the scene's tuning (RON, see [`crate::tuning`]); the
+//!   wind and each cloth's preset and iterations ([`crate::cloth`]).
 //! - **Statistics**: per-phase step times over the last five seconds against the 1/60 s frame
 //!   budget, solver iterations and residuals, contacts, regions, frozen bodies, inverted tets,
 //!   deepest penetration, and the panel's own cost.
@@ -18,6 +19,7 @@
 //! [`crate::messages::ResetScene`], [`crate::tuning::SaveTuning`]): the same paths a game or a
 //! headless test uses, applied by [`crate::DeformablePlugin`] at the next fixed step.
 
+mod cloth_panel;
 mod gizmos;
 mod panel;
 mod plot;

@@ -12,7 +12,9 @@ use bevy_egui::EguiContexts;
 use bevy_egui::egui::{self, Color32, RichText};
 
 use super::InspectorState;
+use super::cloth_panel::cloth_section;
 use super::plot::{Scale, Series, history_plot};
+use crate::cloth::{ClothState, ClothWind, DeformableCloth};
 use crate::components::{CombineRule, DeformableState, Pin, SoftMaterial, StrainLimits};
 use crate::diagnostics::DeformableDiagnostics;
 use crate::grab::GrabTool;
@@ -58,6 +60,17 @@ pub(super) struct Panel<'w, 's> {
     state_file: Option<Res<'w, StateFile>>,
     bodies: Query<'w, 's, BodyRow>,
     rigid: Query<'w, 's, (Entity, Option<&'static Name>, &'static RigidBodyImpulse)>,
+    wind: ResMut<'w, ClothWind>,
+    cloths: Query<
+        'w,
+        's,
+        (
+            Entity,
+            Option<&'static Name>,
+            &'static mut DeformableCloth,
+            &'static ClothState,
+        ),
+    >,
     reset: MessageWriter<'w, ResetScene>,
     save: MessageWriter<'w, SaveTuning>,
     load: MessageWriter<'w, LoadTuning>,
@@ -95,6 +108,7 @@ pub(super) fn draw_panel(mut p: Panel) -> bevy::ecs::error::Result {
                 body_list(ui, &mut p);
                 selected_body(ui, &mut p);
                 rigid_bodies(ui, &p);
+                cloth_section(ui, &mut p.wind.reborrow(), p.cloths.iter_mut());
                 settings(ui, &mut p);
                 statistics(ui, &p);
                 debug_drawing(ui, &mut p.state.draw);
@@ -656,6 +670,7 @@ fn statistics(ui: &mut egui::Ui, p: &Panel) {
                         format!("{:.2} mm", s.max_penetration * 1e3),
                     );
                     row("step", format!("{:.2} ms", s.step_ms));
+                    row("cloth step", format!("{:.2} ms", s.cloth_ms));
                     row("refactor", format!("{:.2} ms", s.refactor_ms));
                     row("panel", format!("{:.3} ms", p.state.panel_ms));
                 });

@@ -58,6 +58,7 @@ use bevy::math::Vec3;
 use bevy::transform::TransformSystems;
 
 use crate::assets::{GmshLoader, TetGenLoader, TetMeshAsset};
+use crate::cloth::{ClothEdge, ClothPreset, ClothWind, DeformableCloth, draw_cloths, step_cloths};
 use crate::components::{
     Attachment, CollisionProxy, DeformableBody, InitialVelocity, Obstacle, Pin, SoftMaterial,
 };
@@ -209,6 +210,11 @@ impl Plugin for DeformablePlugin {
             .init_resource::<DeformableDiagnostics>()
             .init_resource::<StepHistory>()
             .init_resource::<GrabTool>()
+            .init_resource::<ClothWind>()
+            .register_type::<DeformableCloth>()
+            .register_type::<ClothPreset>()
+            .register_type::<ClothEdge>()
+            .register_type::<ClothWind>()
             .register_type::<DeformableConfig>()
             .register_type::<SolverSettings>()
             .register_type::<ContactSettings>()
@@ -266,7 +272,9 @@ impl Plugin for DeformablePlugin {
                     )
                         .chain()
                         .in_set(DeformableSystems::Sync),
-                    step_world.in_set(DeformableSystems::Step),
+                    (step_world, step_cloths)
+                        .chain()
+                        .in_set(DeformableSystems::Step),
                     (
                         record_render_points,
                         record_skin_displacements,
@@ -287,7 +295,7 @@ impl Plugin for DeformablePlugin {
             .add_systems(
                 PostUpdate,
                 (
-                    draw_interpolated.in_set(DeformableSystems::Render),
+                    (draw_interpolated, draw_cloths).in_set(DeformableSystems::Render),
                     // The engine skins with the joints' propagated poses: write after them.
                     draw_soft_skins
                         .after(TransformSystems::Propagate)

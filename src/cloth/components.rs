@@ -1,0 +1,246 @@
+//! The cloth's components and resources: [`DeformableCloth`] (what a game spawns),
+//! [`ClothPreset`], [`ClothEdge`], the [`ClothWind`] resource and the plugin's
+//! [`ClothState`].
+
+use std::sync::Arc;
+
+use bevy::ecs::component::Component;
+use bevy::ecs::resource::Resource;
+use bevy::math::{UVec2, Vec2, Vec3};
+use bevy::prelude::{ReflectComponent, ReflectDefault, ReflectResource, Transform};
+use bevy::reflect::Reflect;
+
+use crate::sim::cloth::{ClothError, ClothMaterial, ClothSystem};
+
+/// A rectangle of cloth simulated by the plugin: `size` (m) along its entity's local x and z
+/// axes, centred on the entity, `cells` cells along each. Pinned vertices are held where they
+/// are on the rectangle, following the entity's transform (move the entity to move the pole,
+/// rail or shoulders the cloth hangs from); the rest falls, flutters in the [`ClothWind`] and
+/// drapes over the [`crate::components::Obstacle`]s. The plugin gives the entity a `Mesh3d`
+/// (positions in the entity's frame, area-weighted normals, UVs over the rectangle) unless it
+/// has one of the same vertex count; give it a double-sided material
+/// (`StandardMaterial { double_sided: true, cull_mode: None, .. }`) so both faces are lit.
+///
+/// Editing the component rebuilds the cloth: a new size or cell count starts it over at the
+/// entity's pose, a new preset, pin list or iteration count keeps its shape and motion.
+///
+/// ```
+/// use bevy::prelude::*;
+/// use bevy_deformable::prelude::*;
+///
+/// fn spawn_flag(mut commands: Commands) {
+///     commands.spawn((
+///         DeformableCloth::rectangle(Vec2::new(1.2, 0.8), UVec2::new(24, 16))
+///             .with_preset(ClothPreset::Silk)
+///             .pin_edge(ClothEdge::MinX),
+///         // The rectangle stood upright, its pinned edge along the pole.
+///         Transform::from_xyz(0.0, 2.0, 0.0)
+///             .with_rotation(Quat::from_rotation_x(std::f32::consts::FRAC_PI_2)),
+///     ));
+/// }
+/// ```
+#[derive(Component, Reflect, Debug, Clone, PartialEq)]
+#[reflect(Component, Clone)]
+#[require(Transform, ClothState)]
+pub struct DeformableCloth {
+    /// Width along local x and depth along local z (m), each `> 0`.
+    pub size: Vec2,
+    /// Cells along x and z (each at least 1).
+    pub cells: UVec2,
+    /// The material.
+    pub preset: ClothPreset,
+    /// Vertices held in place (vertex `i + j (cells.x + 1)` is at column `i` along x, row `j`
+    /// along z, from the corner at `-size / 2`).
+    pub pinned: Vec<u32>,
+    /// Local/global iterations per step (at least 1). Default: 10.
+    pub iterations: u32,
+}
+
+impl DeformableCloth {
+    /// A rectangle of `size` (m) and `cells`, cotton, nothing pinned.
+    pub fn rectangle(size: Vec2, cells: UVec2) -> Self {
+        Self {
+            size,
+            cells,
+            preset: ClothPreset::Cotton,
+            pinned: Vec::new(),
+            iterations: 10,
+        }
+    }
+
+    /// Builder: the material.
+    pub fn with_preset(mut self, preset: ClothPreset) -> Self {
+        self.preset = preset;
+        self
+    }
+
+    /// The vertex at column `i` (along x) and row `j` (along z).
+    pub fn vertex(&self, i: u32, j: u32) -> u32 {
+        i + j * (self.cells.x + 1)
+    }
+
+    /// Builder: pins every vertex of one edge of the rectangle.
+    pub fn pin_edge(self, edge: ClothEdge) -> Self {
+        let (cx, cz) = (self.cells.x, self.cells.y);
+        let vertices: Vec<u32> = match edge {
+            ClothEdge::MinX => (0..=cz).map(|j| self.vertex(0, j)).collect(),
+            ClothEdge::MaxX => (0..=cz).map(|j| self.vertex(cx, j)).collect(),
+            ClothEdge::MinZ => (0..=cx).map(|i| self.vertex(i, 0)).collect(),
+            ClothEdge::MaxZ => (0..=cx).map(|i| self.vertex(i, cz)).collect(),
+        };
+        self.pin_vertices(vertices)
+    }
+
+    /// Builder: pins the two corners of one edge (a curtain on two hooks, a sheet on a line).
+    pub fn pin_corners(self, edge: ClothEdge) -> Self {
+        let (cx, cz) = (self.cells.x, self.cells.y);
+        let corners = match edge {
+            ClothEdge::MinX => [self.vertex(0, 0), self.vertex(0, cz)],
+            ClothEdge::MaxX => [self.vertex(cx, 0), self.vertex(cx, cz)],
+            ClothEdge::MinZ => [self.vertex(0, 0), self.vertex(cx, 0)],
+            ClothEdge::MaxZ => [self.vertex(0, cz), self.vertex(cx, cz)],
+        };
+        self.pin_vertices(corners)
+    }
+
+    /// Builder: pins `vertices` (those already pinned stay pinned).
+    pub fn pin_vertices(mut self, vertices: impl IntoIterator<Item = u32>) -> Self {
+        for v in vertices {
+            if !self.pinned.contains(&v) {
+                self.pinned.push(v);
+            }
+        }
+        self
+    }
+}
+
+/// An edge of a [`DeformableCloth`]'s rectangle, by the local axis it lies at the end of.
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClothEdge {
+    /// The edge at `x = -size.x / 2` (along z).
+    MinX,
+    /// The edge at `x = +size.x / 2` (along z).
+    MaxX,
+    /// The edge at `z = -size.y / 2` (along x).
+    MinZ,
+    /// The edge at `z = +size.y / 2` (along x).
+    MaxZ,
+}
+
+/// The cloth materials ([`ClothMaterial`]'s presets).
+#[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[reflect(Default)]
+pub enum ClothPreset {
+    /// [`ClothMaterial::SILK`].
+    Silk,
+    /// [`ClothMaterial::COTTON`].
+    #[default]
+    Cotton,
+    /// [`ClothMaterial::DENIM`].
+    Denim,
+    /// [`ClothMaterial::LEATHER`].
+    Leather,
+    /// [`ClothMaterial::RUBBER_SHEET`].
+    RubberSheet,
+}
+
+impl ClothPreset {
+    /// Every preset, lightest first.
+    pub const ALL: [Self; 5] = [
+        Self::Silk,
+        Self::Cotton,
+        Self::Denim,
+        Self::Leather,
+        Self::RubberSheet,
+    ];
+
+    /// The preset's material.
+    pub fn material(self) -> ClothMaterial {
+        match self {
+            Self::Silk => ClothMaterial::SILK,
+            Self::Cotton => ClothMaterial::COTTON,
+            Self::Denim => ClothMaterial::DENIM,
+            Self::Leather => ClothMaterial::LEATHER,
+            Self::RubberSheet => ClothMaterial::RUBBER_SHEET,
+        }
+    }
+
+    /// The preset's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Silk => "silk",
+            Self::Cotton => "cotton",
+            Self::Denim => "denim",
+            Self::Leather => "leather",
+            Self::RubberSheet => "rubber sheet",
+        }
+    }
+}
+
+/// The wind every cloth flutters in: a mean `velocity` (m/s) made gusty by two slow waves,
+/// `velocity (1 + gustiness (0.6 sin(2 pi t / period) + 0.4 sin(5.4 pi t / period + 1.3)))`.
+#[derive(Resource, Reflect, Debug, Clone, Copy, PartialEq)]
+#[reflect(Resource, Default)]
+pub struct ClothWind {
+    /// Mean wind velocity (m/s). Default: zero (still air).
+    pub velocity: Vec3,
+    /// How strongly it gusts, `0..=1` (0: steady). Default: 0.5.
+    pub gustiness: f32,
+    /// Period of the slower gust wave (s), `> 0`. Default: 3.
+    pub gust_period: f32,
+}
+
+impl Default for ClothWind {
+    fn default() -> Self {
+        Self {
+            velocity: Vec3::ZERO,
+            gustiness: 0.5,
+            gust_period: 3.0,
+        }
+    }
+}
+
+impl ClothWind {
+    /// The wind (m/s) at time `t` (s).
+    pub fn at(&self, t: f32) -> Vec3 {
+        let period = if self.gust_period > 0.0 {
+            self.gust_period
+        } else {
+            1.0
+        };
+        let phase = std::f32::consts::TAU * t / period;
+        let gust = 0.6 * phase.sin() + 0.4 * (2.7 * phase + 1.3).sin();
+        self.velocity * (1.0 + self.gustiness.clamp(0.0, 1.0) * gust)
+    }
+}
+
+/// A cloth's state in the simulation, kept by the plugin. Read-only for games.
+#[derive(Component, Debug, Default)]
+pub struct ClothState {
+    pub(crate) system: Option<ClothSystem>,
+    /// The component as last built.
+    pub(crate) built: Option<DeformableCloth>,
+    /// Per pinned vertex: its position on the rectangle (m, the entity's frame).
+    pub(crate) pins_local: Vec<(u32, Vec3)>,
+    pub(crate) error: Option<ClothError>,
+    pub(crate) triangles: Arc<[u32]>,
+    /// The step (s) the cloth was built for.
+    pub(crate) dt: f64,
+}
+
+impl ClothState {
+    /// The simulated positions (m, world), once the cloth is built.
+    pub fn positions(&self) -> Option<&[crate::sim::Vec3]> {
+        self.system.as_ref().map(ClothSystem::positions)
+    }
+
+    /// Why the cloth was refused or stopped (a bad size or pin, an unstable step), if it was.
+    pub fn error(&self) -> Option<&ClothError> {
+        self.error.as_ref()
+    }
+
+    /// The obstacle contacts of its last step.
+    pub fn contacts(&self) -> usize {
+        self.system.as_ref().map_or(0, ClothSystem::contact_count)
+    }
+}

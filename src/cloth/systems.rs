@@ -1,0 +1,173 @@
+//! The cloth's systems: [`step_cloths`] after the soft bodies' step (each cloth built or
+//! rebuilt from its component, its pins moved with its entity, stepped among the world's
+//! obstacles in the wind), and [`draw_cloths`] before the frame is drawn (the positions into
+//! the entity's mesh, in its frame, with normals).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bevy::asset::Assets;
+use bevy::ecs::entity::Entity;
+use bevy::ecs::message::MessageReader;
+use bevy::log::warn;
+use bevy::mesh::{Mesh, Mesh3d, VertexAttributeValues};
+use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Time};
+use bevy::transform::helper::TransformHelper;
+
+use super::components::{ClothState, ClothWind, DeformableCloth};
+use crate::convert::{to_bevy, to_sim};
+use crate::diagnostics::DeformableDiagnostics;
+use crate::messages::ResetScene;
+use crate::plugin::{DeformableConfig, DeformableWorld};
+use crate::render;
+use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
+
+/// Steps every cloth once per step of the soft bodies (paused with them), building it where
+/// its component is new or edited (see [`DeformableCloth`]); a [`ResetScene`] starts every
+/// cloth over at its entity's pose.
+pub(crate) fn step_cloths(
+    config: Res<DeformableConfig>,
+    world: Res<DeformableWorld>,
+    (wind, time): (Res<ClothWind>, Res<Time>),
+    mut stats: ResMut<DeformableDiagnostics>,
+    mut resets: MessageReader<ResetScene>,
+    transforms: TransformHelper,
+    mut cloths: Query<(Entity, &DeformableCloth, &mut ClothState)>,
+) {
+    if resets.read().count() > 0 {
+        for (_, _, mut state) in &mut cloths {
+            state.system = None;
+            state.built = None;
+        }
+    }
+    if !world.stepped() {
+        return;
+    }
+    let started = Instant::now();
+    let dt = time.delta_secs_f64();
+    let gravity = to_sim(config.gravity);
+    let wind = to_sim(wind.at(time.elapsed_secs()));
+    let obstacles = world.world().obstacles();
+    for (entity, cloth, mut state) in &mut cloths {
+        let state = &mut *state;
+        // Where the entity is now (its `GlobalTransform` is last frame's until propagation).
+        let Ok(transform) = transforms.compute_global_transform(entity) else {
+            continue;
+        };
+        let transform = &transform;
+        if state.built.as_ref() != Some(cloth) || state.dt != dt {
+            if let Err(e) = build(cloth, transform, state, dt) {
+                warn!("cloth {entity}: {e}");
+                state.error = Some(e);
+            }
+            state.built = Some(cloth.clone());
+            state.dt = dt;
+        }
+        let Some(system) = state.system.as_mut() else {
+            continue;
+        };
+        for &(v, local) in &state.pins_local {
+            let target = to_sim(transform.transform_point(local));
+            // In range (checked when the pins were set); refused only if not finite.
+            if let Err(e) = system.set_pin_target(v as usize, target) {
+                state.error = Some(e);
+            }
+        }
+        if let Err(e) = system.step_among(gravity, wind, obstacles) {
+            if state.error.is_none() {
+                warn!("cloth {entity}: {e}");
+            }
+            state.error = Some(e);
+        }
+    }
+    stats.cloth_ms = started.elapsed().as_secs_f64() * 1e3;
+}
+
+/// The cloth of `cloth` at `transform`, stepped by `dt` (s), into `state`: a new size or cell
+/// count (or none before) starts it at the entity's pose, anything else keeps the old
+/// positions and velocities. `state` keeps its old cloth on an error.
+fn build(
+    cloth: &DeformableCloth,
+    transform: &GlobalTransform,
+    state: &mut ClothState,
+    dt: f64,
+) -> Result<(), ClothError> {
+    let (size, cells) = (cloth.size.as_dvec2(), cloth.cells);
+    let local = ClothMesh::rectangle(size.x, size.y, cells.x as usize, cells.y as usize)?;
+    let mesh = local.mapped(|p| to_sim(transform.transform_point(to_bevy(&p))))?;
+    let triangles: Arc<[u32]> = mesh.triangles().iter().flatten().copied().collect();
+    let mut system = ClothSystem::new(Arc::new(mesh), cloth.preset.material(), dt)?;
+    system.iterations = cloth.iterations.max(1) as usize;
+    let same_shape = state
+        .built
+        .as_ref()
+        .is_some_and(|b| b.size == cloth.size && b.cells == cloth.cells);
+    if let Some(old) = state.system.as_ref().filter(|_| same_shape) {
+        system.positions_mut().copy_from_slice(old.positions());
+        system.velocities_mut().copy_from_slice(old.velocities());
+    }
+    let mut pins_local = Vec::with_capacity(cloth.pinned.len());
+    for &v in &cloth.pinned {
+        let at = local.rest_positions().get(v as usize).map(to_bevy).ok_or(
+            ClothError::PinOutOfRange {
+                vertex: v as usize,
+                vertices: local.vertex_count(),
+            },
+        )?;
+        system.pin(v as usize, Some(to_sim(transform.transform_point(at))))?;
+        pins_local.push((v, at));
+    }
+    state.system = Some(system);
+    state.pins_local = pins_local;
+    state.triangles = triangles;
+    state.error = None;
+    Ok(())
+}
+
+/// Writes every cloth's positions into its entity's mesh (in the entity's frame as it is drawn
+/// this frame) with
+/// area-weighted normals, giving the entity a mesh (with UVs over the rectangle) where it has
+/// none of the cloth's vertex count.
+pub(crate) fn draw_cloths(
+    mut commands: Commands,
+    mut meshes: ResMut<Assets<Mesh>>,
+    transforms: TransformHelper,
+    cloths: Query<(Entity, &DeformableCloth, &ClothState, Option<&Mesh3d>)>,
+) {
+    for (entity, cloth, state, mesh3d) in &cloths {
+        let Some(system) = &state.system else {
+            continue;
+        };
+        // The transform this frame draws with (propagation runs after this system).
+        let Ok(transform) = transforms.compute_global_transform(entity) else {
+            continue;
+        };
+        let inverse = transform.affine().inverse();
+        let local = |p: &crate::sim::Vec3| inverse.transform_point3(to_bevy(p)).to_array();
+        if let Some(mut mesh) = mesh3d.and_then(|m| meshes.get_mut(&m.0)) {
+            let written = match mesh.attribute_mut(Mesh::ATTRIBUTE_POSITION) {
+                Some(VertexAttributeValues::Float32x3(positions))
+                    if positions.len() == system.positions().len() =>
+                {
+                    for (dst, p) in positions.iter_mut().zip(system.positions()) {
+                        *dst = local(p);
+                    }
+                    true
+                }
+                _ => false,
+            };
+            if written {
+                mesh.compute_area_weighted_normals();
+                continue;
+            }
+        }
+        let positions = system.positions().iter().map(local).collect();
+        let mut mesh = render::triangle_mesh(positions, state.triangles.to_vec());
+        let (cx, cz) = (cloth.cells.x.max(1), cloth.cells.y.max(1));
+        let uvs: Vec<[f32; 2]> = (0..=cz)
+            .flat_map(|j| (0..=cx).map(move |i| [i as f32 / cx as f32, j as f32 / cz as f32]))
+            .collect();
+        mesh.insert_attribute(Mesh::ATTRIBUTE_UV_0, uvs);
+        commands.entity(entity).insert(Mesh3d(meshes.add(mesh)));
+    }
+}

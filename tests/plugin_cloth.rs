@@ -1,0 +1,173 @@
+//! The Bevy plugin headless: cloth. A `DeformableCloth` pinned along an edge hangs from it and
+//! its pins follow the entity; a tablecloth drops onto an `Obstacle` and stays above it; its
+//! mesh is written in the entity's frame; a pin out of range is a typed error; an edit of the
+//! preset keeps the cloth where it is, and a scene reset starts it over.
+
+mod common;
+
+use bevy::mesh::{Mesh, Mesh3d, VertexAttributeValues};
+use bevy::prelude::*;
+use bevy_deformable::prelude::*;
+use bevy_deformable::sim;
+use common::app::*;
+
+fn cloth_positions(app: &App, e: Entity) -> Vec<sim::Vec3> {
+    app.world()
+        .get::<ClothState>(e)
+        .and_then(ClothState::positions)
+        .expect("cloth built")
+        .to_vec()
+}
+
+#[test]
+fn a_cloth_hangs_from_its_pinned_edge_and_the_pins_follow_the_entity() {
+    let mut app = app();
+    let cloth =
+        DeformableCloth::rectangle(Vec2::new(0.6, 0.4), UVec2::new(6, 4)).pin_edge(ClothEdge::MinZ);
+    let pinned = cloth.pinned.clone();
+    assert_eq!(pinned.len(), 7);
+    let e = app
+        .world_mut()
+        .spawn((cloth, Transform::from_xyz(0.0, 2.0, 0.0)))
+        .id();
+    for _ in 0..120 {
+        app.update();
+    }
+    let x = cloth_positions(&app, e);
+    // The pinned edge is where the rectangle put it (z = -0.2 at y = 2); the far edge hangs.
+    for &v in &pinned {
+        assert!((x[v as usize].y - 2.0).abs() < 1e-6 && (x[v as usize].z + 0.2).abs() < 1e-6);
+    }
+    let lowest = x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+    assert!(lowest < 1.7, "the free edge is at {lowest}");
+    // Moving the entity moves the pins.
+    app.world_mut()
+        .get_mut::<Transform>(e)
+        .unwrap()
+        .translation
+        .x = 0.5;
+    for _ in 0..30 {
+        app.update();
+    }
+    let x = cloth_positions(&app, e);
+    for &v in &pinned {
+        assert!((x[v as usize].x - (0.5 + (v as f64 / 6.0 - 0.5) * 0.6)).abs() < 1e-6);
+    }
+    // The mesh holds the positions in the entity's frame.
+    let transform = *app.world().get::<GlobalTransform>(e).unwrap();
+    let handle = app
+        .world()
+        .get::<Mesh3d>(e)
+        .expect("mesh inserted")
+        .0
+        .clone();
+    let meshes = app.world().resource::<Assets<Mesh>>();
+    let Some(VertexAttributeValues::Float32x3(drawn)) = meshes
+        .get(&handle)
+        .unwrap()
+        .attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("no positions");
+    };
+    assert_eq!(drawn.len(), 35);
+    for (d, p) in drawn.iter().zip(&x) {
+        let world = transform.transform_point(Vec3::from_array(*d));
+        assert!((world.as_dvec3() - bevy::math::DVec3::new(p.x, p.y, p.z)).length() < 1e-4);
+    }
+}
+
+#[test]
+fn a_tablecloth_drops_onto_a_table_and_stays_above_it() {
+    let mut app = app();
+    app.world_mut().spawn((
+        Obstacle::cuboid(Vec3::new(0.4, 0.02, 0.4)),
+        Transform::from_xyz(0.0, 0.8, 0.0),
+    ));
+    let e = app
+        .world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::splat(1.2), UVec2::splat(16))
+                .with_preset(ClothPreset::Denim),
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    for _ in 0..180 {
+        app.update();
+        let x = cloth_positions(&app, e);
+        // No vertex closer to the table's slab than the cloth's thickness (less rounding).
+        let thickness = sim::cloth::ClothMaterial::DENIM.thickness - 1e-6;
+        for p in &x {
+            let outside =
+                sim::Vec3::new(p.x.abs() - 0.4, (p.y - 0.8).abs() - 0.02, p.z.abs() - 0.4);
+            let distance = outside.map(|c| c.max(0.0)).norm();
+            assert!(
+                distance >= thickness,
+                "a vertex at {p:?} is {distance} m from the table"
+            );
+        }
+    }
+    let state = app.world().get::<ClothState>(e).unwrap();
+    assert!(state.error().is_none());
+    assert!(state.contacts() > 100, "{} contacts", state.contacts());
+    // The overhang falls below the table top (not straight down: at 16 cells the corners
+    // cannot fold, and the skirt's stiffness holds them out).
+    let lowest = cloth_positions(&app, e)
+        .iter()
+        .map(|p| p.y)
+        .fold(f64::INFINITY, f64::min);
+    assert!(lowest < 0.76, "{lowest}");
+}
+
+#[test]
+fn a_pin_out_of_range_is_a_typed_error_and_an_edited_preset_keeps_the_shape() {
+    let mut app = app();
+    let bad = app
+        .world_mut()
+        .spawn(DeformableCloth::rectangle(Vec2::ONE, UVec2::new(2, 2)).pin_vertices([9]))
+        .id();
+    let good = app
+        .world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::ONE, UVec2::new(4, 4)).pin_corners(ClothEdge::MinX),
+            Transform::from_xyz(0.0, 3.0, 0.0),
+        ))
+        .id();
+    for _ in 0..30 {
+        app.update();
+    }
+    let state = app.world().get::<ClothState>(bad).unwrap();
+    assert!(
+        matches!(
+            state.error(),
+            Some(sim::cloth::ClothError::PinOutOfRange {
+                vertex: 9,
+                vertices: 9
+            })
+        ),
+        "{:?}",
+        state.error()
+    );
+    assert!(state.positions().is_none());
+    let before = cloth_positions(&app, good);
+    app.world_mut()
+        .get_mut::<DeformableCloth>(good)
+        .unwrap()
+        .preset = ClothPreset::Leather;
+    app.update();
+    let after = cloth_positions(&app, good);
+    let moved = before
+        .iter()
+        .zip(&after)
+        .map(|(a, b)| (a - b).norm())
+        .fold(0.0, f64::max);
+    // One step's motion, not a restart 3 m up at the flat rectangle.
+    assert!(moved < 0.1, "moved {moved} m");
+    // A scene reset starts it over, flat at its entity's pose (after one step's fall).
+    app.world_mut().write_message(ResetScene);
+    app.update();
+    let lowest = cloth_positions(&app, good)
+        .iter()
+        .map(|p| p.y)
+        .fold(f64::INFINITY, f64::min);
+    assert!(lowest > 2.99, "{lowest}");
+}

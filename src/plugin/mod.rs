@@ -295,7 +295,10 @@ impl Plugin for DeformablePlugin {
             .add_systems(
                 PostUpdate,
                 (
-                    (draw_interpolated, draw_cloths).in_set(DeformableSystems::Render),
+                    // The cloths after the bodies' transforms (a cloth may hang from one).
+                    (draw_interpolated, draw_cloths)
+                        .chain()
+                        .in_set(DeformableSystems::Render),
                     // The engine skins with the joints' propagated poses: write after them.
                     draw_soft_skins
                         .after(TransformSystems::Propagate)

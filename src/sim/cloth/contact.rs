@@ -6,7 +6,10 @@
 //! ([`crate::sim::contact::detect_contacts_swept`], the solids' speculative contacts): a contact
 //! is kept where the prediction comes within the cloth's thickness of the plane through the
 //! obstacle's closest point. The plane comes from where the vertex was, so a vertex falling at
-//! 20 m/s onto a 2 mm plate meets the plate's top face, not the far side of it. Within the
+//! 20 m/s onto a 2 mm plate meets the plate's top face, not the far side of it; against a
+//! moving obstacle, from where the vertex was relative to it (its start carried by the
+//! obstacle's velocity over the step), so a ball swung through a curtain meets the curtain on
+//! its front. Within the
 //! iterations a vertex with no contact that has come within the thickness of an obstacle gets
 //! one from where it is (re-detection at the iterate, with the closest point's plane).
 //!
@@ -40,8 +43,8 @@
 //! the vertices around it within the step's iterations. That fixed point is not the QP's: at
 //! cells under about 7 cm a tablecloth's overhang folds up on the table instead of hanging
 //! (measured in `mod.rs`). Only vertices collide: an edge or a triangle of a coarse cloth can
-//! pass over a feature narrower than its cells (a thin pole), and an obstacle moving more than
-//! its own size in a step can pass through the cloth.
+//! pass over a feature narrower than its cells (a thin pole); a fast turning obstacle is
+//! carried by its velocities to first order.
 
 use crate::sim::contact::{Contact, ObstacleCollider, detect_contacts_swept};
 use crate::sim::embed::EmbeddedPoint;
@@ -61,6 +64,20 @@ struct Plane {
     /// How far the step's inertial target was moved out along the normal (m): the approach
     /// and weight the contact took from the prediction.
     target_push: f64,
+    /// Where the vertex started the step relative to the obstacle, in the obstacle's pose at
+    /// its end (m; its start itself where the obstacle stands still).
+    from: Vec3,
+}
+
+/// Where `p` (m), at the step's start, is relative to `obstacle` in the obstacle's pose at the
+/// step's end: `p` carried along by the obstacle's motion over the step `h` (s), so that a
+/// fast obstacle's sweep counts as the vertex's motion through it.
+fn carried(obstacle: &ObstacleCollider, p: Vec3, h: f64) -> Vec3 {
+    if obstacle.is_moving() {
+        p + h * obstacle.velocity_at(&p)
+    } else {
+        p
+    }
 }
 
 /// A cloth's contacts with the obstacles in one step, and the buffers they reuse.
@@ -76,18 +93,20 @@ pub(super) struct ClothContacts {
     held: Vec<bool>,
     /// Per obstacle: its bounds padded by the thickness (scratch).
     bounds: Vec<Option<(Vec3, Vec3)>>,
+    /// The vertices' starts carried by one obstacle's motion (scratch).
+    carried: Vec<Vec3>,
 }
 
 impl ClothContacts {
     /// The step's speculative contact planes of the free vertices (`free[v]`) moving from
-    /// `start` to the prediction `y`, within `thickness` (m).
+    /// `start` to the prediction `y` over the step `h` (s), within `thickness` (m).
     pub fn detect(
         &mut self,
         start: &[Vec3],
         y: &[Vec3],
         free: impl Fn(usize) -> bool,
         obstacles: &[ObstacleCollider],
-        thickness: f64,
+        (thickness, h): (f64, f64),
     ) {
         let n = start.len();
         if self.proxies.len() != n {
@@ -99,30 +118,37 @@ impl ClothContacts {
         if obstacles.is_empty() {
             return;
         }
-        self.found.clear();
-        detect_contacts_swept(
-            &self.proxies,
-            start,
-            y,
-            obstacles,
-            thickness,
-            &[],
-            &mut self.start,
-            &mut self.end,
-            &mut self.found,
-        );
-        for c in &self.found {
-            let v = c.proxy as usize;
-            if free(v) {
-                self.held[v] = true;
-                self.planes.push(Plane {
-                    vertex: c.proxy,
-                    obstacle: c.obstacle,
-                    point: c.point,
-                    normal: c.normal,
-                    push: 0.0,
-                    target_push: 0.0,
-                });
+        // One obstacle at a time: a moving one is met where the vertices were relative to it.
+        for (o, obstacle) in obstacles.iter().enumerate() {
+            self.carried.clear();
+            self.carried
+                .extend(start.iter().map(|&p| carried(obstacle, p, h)));
+            self.found.clear();
+            detect_contacts_swept(
+                &self.proxies,
+                &self.carried,
+                y,
+                std::slice::from_ref(obstacle),
+                thickness,
+                &[],
+                &mut self.start,
+                &mut self.end,
+                &mut self.found,
+            );
+            for c in &self.found {
+                let v = c.proxy as usize;
+                if free(v) {
+                    self.held[v] = true;
+                    self.planes.push(Plane {
+                        vertex: c.proxy,
+                        obstacle: o as u32,
+                        point: c.point,
+                        normal: c.normal,
+                        push: 0.0,
+                        target_push: 0.0,
+                        from: self.carried[v],
+                    });
+                }
             }
         }
     }
@@ -145,7 +171,7 @@ impl ClothContacts {
         start: &[Vec3],
         free: impl Fn(usize) -> bool,
         obstacles: &[ObstacleCollider],
-        thickness: f64,
+        (thickness, h): (f64, f64),
     ) {
         if obstacles.is_empty() {
             return;
@@ -174,6 +200,7 @@ impl ClothContacts {
                         normal: c.normal,
                         push: 0.0,
                         target_push: 0.0,
+                        from: carried(obstacle, start[v], h),
                     });
                     break;
                 }
@@ -189,7 +216,7 @@ impl ClothContacts {
                 continue;
             }
             let obstacle = &obstacles[plane.obstacle as usize];
-            let through = || obstacle.segment_enters(start[v], *p);
+            let through = || obstacle.segment_enters(plane.from, *p);
             match obstacle.query(*p, thickness) {
                 Some(c) if c.normal.dot(&plane.normal) > 0.0 || !through() => {
                     plane.point = c.point;

@@ -621,7 +621,7 @@ impl ClothSystem {
         let free = |v: usize| unknown_of[v] != PINNED;
         let thickness = self.material.thickness;
         self.contacts
-            .detect(&self.start, &self.y, free, obstacles, thickness);
+            .detect(&self.start, &self.y, free, obstacles, (thickness, h));
         self.x.copy_from_slice(&self.y);
         self.project_contacts(obstacles);
         for _ in 0..self.iterations.max(1) {
@@ -656,7 +656,7 @@ impl ClothSystem {
             &self.start,
             free,
             obstacles,
-            self.material.thickness,
+            (self.material.thickness, self.h),
         );
     }
 

@@ -226,9 +226,36 @@ pub struct ClothState {
     pub(crate) triangles: Arc<[u32]>,
     /// The step (s) the cloth was built for.
     pub(crate) dt: f64,
+    /// The positions after the last two steps (m, world), drawn blended by the fixed clock's
+    /// overstep (`DeformableConfig::interpolate`).
+    pub(crate) previous: Vec<Vec3>,
+    pub(crate) current: Vec<Vec3>,
 }
 
 impl ClothState {
+    /// After a step (or none, `stepped` false): the last step's positions become the
+    /// previous ones, and the cloth's now the current ones (the same where it did not step,
+    /// so the blend holds still).
+    pub(crate) fn record(&mut self, stepped: bool) {
+        let Some(system) = &self.system else {
+            return;
+        };
+        let n = system.positions().len();
+        if stepped && self.current.len() == n {
+            std::mem::swap(&mut self.previous, &mut self.current);
+        }
+        self.current.clear();
+        self.current.extend(
+            system
+                .positions()
+                .iter()
+                .map(|p| Vec3::new(p.x as f32, p.y as f32, p.z as f32)),
+        );
+        if self.previous.len() != n || !stepped {
+            self.previous.clone_from(&self.current);
+        }
+    }
+
     /// The simulated positions (m, world), once the cloth is built.
     pub fn positions(&self) -> Option<&[crate::sim::Vec3]> {
         self.system.as_ref().map(ClothSystem::positions)

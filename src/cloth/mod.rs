@@ -9,10 +9,12 @@
 //! | `components.rs` | [`DeformableCloth`] and its builders, [`ClothPreset`], [`ClothEdge`], [`ClothWind`], [`ClothState`] |
 //! | `systems.rs` | building and stepping the cloths, writing their meshes |
 //!
-//! Not yet: contact with soft bodies or between cloths, self-collision, attachments to other
-//! entities than the cloth's own (pins follow the cloth entity's transform; parent the entity
-//! to what it hangs from), and interpolation between fixed steps (the mesh shows the last
-//! step).
+//! The mesh is drawn blended between the last two steps, as the bodies are
+//! (`DeformableConfig::interpolate`).
+//!
+//! Not yet: contact with soft bodies or between cloths, self-collision, and attachments to
+//! other entities than the cloth's own (pins follow the cloth entity's transform; parent the
+//! entity to what it hangs from).
 
 mod components;
 mod systems;

@@ -12,13 +12,14 @@ use bevy::ecs::message::MessageReader;
 use bevy::log::warn;
 use bevy::mesh::{Mesh, Mesh3d, VertexAttributeValues};
 use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Time};
+use bevy::time::Fixed;
 use bevy::transform::helper::TransformHelper;
 
 use super::components::{ClothState, ClothWind, DeformableCloth};
 use crate::convert::{to_bevy, to_sim};
 use crate::diagnostics::DeformableDiagnostics;
 use crate::messages::ResetScene;
-use crate::plugin::{DeformableConfig, DeformableWorld};
+use crate::plugin::{DeformableConfig, DeformableWorld, StepSchedule};
 use crate::render;
 use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
 
@@ -41,6 +42,9 @@ pub(crate) fn step_cloths(
         }
     }
     if !world.stepped() {
+        for (_, _, mut state) in &mut cloths {
+            state.record(false);
+        }
         return;
     }
     let started = Instant::now();
@@ -79,6 +83,7 @@ pub(crate) fn step_cloths(
             }
             state.error = Some(e);
         }
+        state.record(true);
     }
     stats.cloth_ms = started.elapsed().as_secs_f64() * 1e3;
 }
@@ -124,33 +129,43 @@ fn build(
     Ok(())
 }
 
-/// Writes every cloth's positions into its entity's mesh (in the entity's frame as it is drawn
-/// this frame) with
+/// Writes every cloth's positions, blended between the last two steps by the fixed clock's
+/// overstep as the bodies are (`DeformableConfig::interpolate`), into its entity's mesh (in
+/// the entity's frame as it is drawn this frame) with
 /// area-weighted normals, giving the entity a mesh (with UVs over the rectangle) where it has
 /// none of the cloth's vertex count.
 pub(crate) fn draw_cloths(
     mut commands: Commands,
     mut meshes: ResMut<Assets<Mesh>>,
+    (config, schedule, time): (Res<DeformableConfig>, Res<StepSchedule>, Res<Time<Fixed>>),
     transforms: TransformHelper,
     cloths: Query<(Entity, &DeformableCloth, &ClothState, Option<&Mesh3d>)>,
 ) {
+    let alpha = if config.interpolate && schedule.fixed {
+        time.overstep_fraction().clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
     for (entity, cloth, state, mesh3d) in &cloths {
-        let Some(system) = &state.system else {
+        if state.system.is_none() || state.current.len() != state.previous.len() {
             continue;
-        };
+        }
+        let n = state.current.len();
         // The transform this frame draws with (propagation runs after this system).
         let Ok(transform) = transforms.compute_global_transform(entity) else {
             continue;
         };
         let inverse = transform.affine().inverse();
-        let local = |p: &crate::sim::Vec3| inverse.transform_point3(to_bevy(p)).to_array();
+        let blended = state
+            .previous
+            .iter()
+            .zip(&state.current)
+            .map(|(a, b)| inverse.transform_point3(a.lerp(*b, alpha)).to_array());
         if let Some(mut mesh) = mesh3d.and_then(|m| meshes.get_mut(&m.0)) {
             let written = match mesh.attribute_mut(Mesh::ATTRIBUTE_POSITION) {
-                Some(VertexAttributeValues::Float32x3(positions))
-                    if positions.len() == system.positions().len() =>
-                {
-                    for (dst, p) in positions.iter_mut().zip(system.positions()) {
-                        *dst = local(p);
+                Some(VertexAttributeValues::Float32x3(positions)) if positions.len() == n => {
+                    for (dst, p) in positions.iter_mut().zip(blended.clone()) {
+                        *dst = p;
                     }
                     true
                 }
@@ -161,7 +176,7 @@ pub(crate) fn draw_cloths(
                 continue;
             }
         }
-        let positions = system.positions().iter().map(local).collect();
+        let positions = blended.collect();
         let mut mesh = render::triangle_mesh(positions, state.triangles.to_vec());
         let (cx, cz) = (cloth.cells.x.max(1), cloth.cells.y.max(1));
         let uvs: Vec<[f32; 2]> = (0..=cz)

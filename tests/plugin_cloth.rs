@@ -1,5 +1,5 @@
 //! The Bevy plugin headless: cloth. A `DeformableCloth` pinned along an edge hangs from it and
-//! its pins follow the entity; a tablecloth drops onto an `Obstacle` and stays above it; its
+//! its pins follow the entity, and its parent when it has one; a tablecloth drops onto an `Obstacle` and stays above it; its
 //! mesh is written in the entity's frame, at the last step or blended with the one before; a
 //! pin out of range is a typed error; an edit of the preset keeps the cloth where it is, and a
 //! scene reset starts it over.
@@ -190,4 +190,43 @@ fn a_pin_out_of_range_is_a_typed_error_and_an_edited_preset_keeps_the_shape() {
         .map(|p| p.y)
         .fold(f64::INFINITY, f64::min);
     assert!(lowest > 2.99, "{lowest}");
+}
+
+/// A cloth parented to a moving entity (a hand, a bone, a rail) carries its pins with the
+/// parent: parenting is how a cloth hangs from something that moves.
+#[test]
+fn a_cloth_parented_to_a_moving_entity_carries_its_pins_with_it() {
+    let mut app = app();
+    let parent = app
+        .world_mut()
+        .spawn(Transform::from_xyz(1.0, 2.0, 0.0))
+        .id();
+    let cloth = DeformableCloth::rectangle(Vec2::new(0.4, 0.4), UVec2::new(4, 4))
+        .pin_corners(ClothEdge::MinZ);
+    let pinned = cloth.pinned.clone();
+    let e = app
+        .world_mut()
+        .spawn((cloth, Transform::from_xyz(0.0, 0.5, 0.0), ChildOf(parent)))
+        .id();
+    for _ in 0..10 {
+        app.update();
+    }
+    let x = cloth_positions(&app, e);
+    // Corner (0, 0) of the rectangle is at (-0.2, 0, -0.2) in the cloth's frame.
+    let corner = x[pinned[0] as usize];
+    assert!(
+        (corner - sim::Vec3::new(0.8, 2.5, -0.2)).norm() < 1e-6,
+        "{corner:?}"
+    );
+    app.world_mut()
+        .get_mut::<Transform>(parent)
+        .unwrap()
+        .translation
+        .z = 0.7;
+    app.update();
+    let corner = cloth_positions(&app, e)[pinned[0] as usize];
+    assert!(
+        (corner - sim::Vec3::new(0.8, 2.5, 0.5)).norm() < 1e-6,
+        "{corner:?}"
+    );
 }

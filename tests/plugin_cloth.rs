@@ -1,8 +1,8 @@
 //! The Bevy plugin headless: cloth. A `DeformableCloth` pinned along an edge hangs from it and
-//! its pins follow the entity, and its parent when it has one; a tablecloth drops onto an `Obstacle` and stays above it; its
-//! mesh is written in the entity's frame, at the last step or blended with the one before; a
-//! pin out of range is a typed error; an edit of the preset keeps the cloth where it is, and a
-//! scene reset starts it over.
+//! its pins follow the entity, and its parent when it has one; a tablecloth drops onto an
+//! `Obstacle` and stays above it; its mesh is written in the entity's frame, at the last step
+//! or blended with the one before; a pin out of range is a typed error; an edit of the preset
+//! keeps the cloth where it is, and a scene reset starts it over.
 
 mod common;
 

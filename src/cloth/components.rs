@@ -127,7 +127,7 @@ pub enum ClothEdge {
     MaxZ,
 }
 
-/// The cloth materials ([`ClothMaterial`]'s presets).
+/// The cloth materials: [`ClothMaterial::PRESETS`], in its order.
 #[derive(Reflect, Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[reflect(Default)]
 pub enum ClothPreset {
@@ -156,24 +156,12 @@ impl ClothPreset {
 
     /// The preset's material.
     pub fn material(self) -> ClothMaterial {
-        match self {
-            Self::Silk => ClothMaterial::SILK,
-            Self::Cotton => ClothMaterial::COTTON,
-            Self::Denim => ClothMaterial::DENIM,
-            Self::Leather => ClothMaterial::LEATHER,
-            Self::RubberSheet => ClothMaterial::RUBBER_SHEET,
-        }
+        ClothMaterial::PRESETS[self as usize].1
     }
 
     /// The preset's name.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Silk => "silk",
-            Self::Cotton => "cotton",
-            Self::Denim => "denim",
-            Self::Leather => "leather",
-            Self::RubberSheet => "rubber sheet",
-        }
+        ClothMaterial::PRESETS[self as usize].0
     }
 }
 
@@ -269,5 +257,27 @@ impl ClothState {
     /// The obstacle contacts of its last step.
     pub fn contacts(&self) -> usize {
         self.system.as_ref().map_or(0, ClothSystem::contact_count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each preset reads its own entry of `ClothMaterial::PRESETS` (the enum's order is the
+    /// table's).
+    #[test]
+    fn each_preset_is_its_named_material() {
+        let named = [
+            ClothMaterial::SILK,
+            ClothMaterial::COTTON,
+            ClothMaterial::DENIM,
+            ClothMaterial::LEATHER,
+            ClothMaterial::RUBBER_SHEET,
+        ];
+        for (preset, material) in ClothPreset::ALL.into_iter().zip(named) {
+            assert_eq!(preset.material(), material, "{}", preset.name());
+        }
+        assert_eq!(ClothPreset::RubberSheet.name(), "rubber sheet");
     }
 }

@@ -253,7 +253,7 @@ impl ClothContacts {
     ) {
         for plane in &self.planes {
             let pushed = plane.push + plane.target_push;
-            if plane.push <= 0.0 && plane.target_push <= 0.0 {
+            if pushed <= 0.0 {
                 continue;
             }
             let obstacle = &obstacles[plane.obstacle as usize];

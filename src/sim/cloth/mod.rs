@@ -15,12 +15,11 @@
 //! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`); the Bevy layer
 //! (`crate::cloth`) steps one per `DeformableCloth` entity among the world's obstacles. What it
 //! is not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own), in contact
-//! with soft bodies or itself, or attached to them. `cargo bench --bench cloth` (a flag pinned along an
-//! edge in wind, 1/60 s, ten iterations; one run): 32 x 32 cells (1,089 vertices) 2.09 ms a
-//! step on one thread and 1.84 on two, 64 x 64 (4,225) 9.6 and 7.0 ms. The local step runs
-//! its triangles in parallel; the solves through the factor, two triangular solves per
-//! iteration on one thread, are about a quarter of the profile, the closed-form SVDs about as
-//! much.
+//! with soft bodies or itself, or attached to them. `cargo bench --bench cloth`
+//! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
+//! 10. The local step runs its triangles in parallel; the solves through the factor, two
+//! triangular solves per iteration on one thread, are about a quarter of the profile, the
+//! closed-form SVDs about as much.
 //!
 //! The strain limits' stiffness is part of the prefactored matrix, so a stiffer limit holds
 //! the stretch closer but converges slower at a fixed iteration count: at 10 iterations a

@@ -1,5 +1,7 @@
-//! The contact QP solved in the contact subspace (`WorldSettings::contact_subspace`) against
-//! MPRGP solved tightly: the same constrained steps.
+//! The contact QP solved in the contact subspace (`WorldSettings::contact_subspace`), through
+//! cached columns of `A^-1` or localized to a collision-prone region ordered last in the
+//! factor (`WorldSettings::localized_min_vertices`), against MPRGP solved tightly: the same
+//! constrained steps.
 
 use std::sync::Arc;
 
@@ -10,11 +12,26 @@ use bevy_deformable::sim::{
 
 const DT: f64 = 1.0 / 60.0;
 
+/// How the contact QPs are solved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Qp {
+    /// By MPRGP.
+    Mprgp,
+    /// In the contact subspace, through cached columns.
+    Subspace,
+    /// In the contact subspace, every body localized.
+    Localized,
+}
+
 /// Settings for an exact comparison: a fixed number of iterations, MPRGP (where it runs) to
 /// rounding, no sleeping.
-fn settings(subspace: bool) -> WorldSettings {
+fn settings(qp: Qp) -> WorldSettings {
     let mut s = WorldSettings {
-        contact_subspace: subspace,
+        contact_subspace: qp != Qp::Mprgp,
+        localized_min_vertices: match qp {
+            Qp::Localized => 0,
+            _ => usize::MAX,
+        },
         pd_tolerance: 0.0,
         pd_iterations: 6,
         sleeping: Sleeping::OFF,
@@ -26,8 +43,8 @@ fn settings(subspace: bool) -> WorldSettings {
 }
 
 /// Two rubber cubes, one on the other, on a floor, `steps` steps after being placed.
-fn stack(subspace: bool, steps: usize) -> (SoftWorld, Vec<BodyHandle>) {
-    let mut world = SoftWorld::new(settings(subspace));
+fn stack(qp: Qp, steps: usize) -> (SoftWorld, Vec<BodyHandle>) {
+    let mut world = SoftWorld::new(settings(qp));
     world
         .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
         .unwrap();
@@ -62,10 +79,15 @@ fn largest_difference(a: &SoftWorld, b: &SoftWorld, bodies: &[BodyHandle]) -> f6
         .fold(0.0, f64::max)
 }
 
-/// Steps both worlds from the same state (the subspace world's), each with its own solver.
-fn step_both(state: &SoftWorld, bodies: &[BodyHandle]) -> (SoftWorld, SoftWorld, StepReport) {
-    let copy = |subspace: bool| {
-        let (mut world, _) = stack(subspace, 0);
+/// Steps both worlds from the same state (the subspace world's), each with its own solver:
+/// `qp`'s, and MPRGP's.
+fn step_both(
+    state: &SoftWorld,
+    bodies: &[BodyHandle],
+    qp: Qp,
+) -> (SoftWorld, SoftWorld, StepReport) {
+    let copy = |qp: Qp| {
+        let (mut world, _) = stack(qp, 0);
         for &h in bodies {
             world
                 .positions_mut(h)
@@ -78,7 +100,7 @@ fn step_both(state: &SoftWorld, bodies: &[BodyHandle]) -> (SoftWorld, SoftWorld,
         }
         world
     };
-    let (mut subspace, mut mprgp) = (copy(true), copy(false));
+    let (mut subspace, mut mprgp) = (copy(qp), copy(Qp::Mprgp));
     // Warm up: the columns are computed a few per iteration; a step from rest at the same
     // state fills them without moving far.
     let report = subspace.step(DT).unwrap();
@@ -88,10 +110,21 @@ fn step_both(state: &SoftWorld, bodies: &[BodyHandle]) -> (SoftWorld, SoftWorld,
 
 #[test]
 fn a_stack_steps_the_same_in_the_contact_subspace_as_by_mprgp() {
-    let (state, bodies) = stack(true, 40);
+    same_steps_as_mprgp(Qp::Subspace);
+}
+
+/// The same with each cube's contacts localized: its contact vertices (floor and the other
+/// cube) ordered last in its factor, whose trailing block is the QP's `A^-1`.
+#[test]
+fn a_localized_stack_steps_the_same_as_by_mprgp() {
+    same_steps_as_mprgp(Qp::Localized);
+}
+
+fn same_steps_as_mprgp(qp: Qp) {
+    let (state, bodies) = stack(qp, 40);
     // The same state, stepped again and again by both: the subspace takes over once its
     // columns are in, and every step agrees with MPRGP's.
-    let (mut subspace, mut mprgp, _) = step_both(&state, &bodies);
+    let (mut subspace, mut mprgp, _) = step_both(&state, &bodies, qp);
     let mut solved_in_subspace = 0;
     for step in 0..20 {
         let report = subspace.step(DT).unwrap();
@@ -112,8 +145,8 @@ fn a_stack_steps_the_same_in_the_contact_subspace_as_by_mprgp() {
 /// recomputed from the new factor (stale ones would solve the old matrix).
 #[test]
 fn a_refactored_body_drops_its_columns() {
-    let (state, bodies) = stack(true, 40);
-    let (mut subspace, mut mprgp, _) = step_both(&state, &bodies);
+    let (state, bodies) = stack(Qp::Subspace, 40);
+    let (mut subspace, mut mprgp, _) = step_both(&state, &bodies, Qp::Subspace);
     for _ in 0..3 {
         subspace.step(DT).unwrap();
         mprgp.step(DT).unwrap();
@@ -144,10 +177,20 @@ fn a_refactored_body_drops_its_columns() {
 /// steps of the contact subspace (once its columns are in; before, both worlds run MPRGP).
 #[test]
 fn a_large_body_steps_the_same_by_preconditioned_mprgp() {
+    large_body_same_steps(Qp::Subspace);
+}
+
+/// The same body localized: its bottom face and two rings above ordered last in its factor.
+#[test]
+fn a_large_localized_body_steps_the_same_by_preconditioned_mprgp() {
+    large_body_same_steps(Qp::Localized);
+}
+
+fn large_body_same_steps(qp: Qp) {
     let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.25), 12));
     assert!(mesh.vertex_count() >= bevy_deformable::sim::qp::coarse::COARSE_MIN_UNKNOWNS);
-    let world = |subspace: bool| {
-        let mut world = SoftWorld::new(settings(subspace));
+    let world = |qp: Qp| {
+        let mut world = SoftWorld::new(settings(qp));
         world
             .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
             .unwrap();
@@ -160,12 +203,19 @@ fn a_large_body_steps_the_same_by_preconditioned_mprgp() {
             .unwrap();
         (world, body)
     };
-    let (mut state, body) = world(true);
+    let (mut state, body) = world(qp);
+    let mut rebuilds = 0;
     for _ in 0..20 {
-        state.step(DT).unwrap();
+        rebuilds += state.step(DT).unwrap().prone_rebuilds;
     }
-    let copy = |subspace: bool| {
-        let (mut copy, _) = world(subspace);
+    // Localized, the region is built when the cube lands, and it stays.
+    assert_eq!(
+        rebuilds > 0,
+        qp == Qp::Localized,
+        "{rebuilds} regions built"
+    );
+    let copy = |qp: Qp| {
+        let (mut copy, _) = world(qp);
         copy.positions_mut(body)
             .unwrap()
             .copy_from_slice(state.positions(body).unwrap());
@@ -174,7 +224,7 @@ fn a_large_body_steps_the_same_by_preconditioned_mprgp() {
             .copy_from_slice(state.velocities(body).unwrap());
         copy
     };
-    let (mut subspace, mut mprgp) = (copy(true), copy(false));
+    let (mut subspace, mut mprgp) = (copy(qp), copy(Qp::Mprgp));
     let (mut solved_in_subspace, mut mprgp_iterations) = (0, 0);
     // The subspace takes over once the bottom face's columns are in (two per iteration).
     for step in 0..24 {
@@ -190,4 +240,27 @@ fn a_large_body_steps_the_same_by_preconditioned_mprgp() {
         solved_in_subspace > 0 && mprgp_iterations > 0,
         "{solved_in_subspace} steps in the subspace, {mprgp_iterations} MPRGP iterations"
     );
+}
+
+/// Turning localized contact off mid-run hands the bodies back to the column cache: the
+/// contact QPs go on in the contact subspace, and the steps agree with MPRGP's.
+#[test]
+fn turning_localized_contact_off_returns_to_the_columns() {
+    let (state, bodies) = stack(Qp::Localized, 30);
+    let (mut world, mut mprgp, _) = step_both(&state, &bodies, Qp::Localized);
+    for _ in 0..3 {
+        world.step(DT).unwrap();
+        mprgp.step(DT).unwrap();
+    }
+    world.settings_mut().localized_min_vertices = usize::MAX;
+    let mut solved_in_subspace = 0;
+    for step in 0..10 {
+        let report = world.step(DT).unwrap();
+        solved_in_subspace += report.subspace_solves;
+        assert_eq!(report.prone_rebuilds, 0);
+        mprgp.step(DT).unwrap();
+        let d = largest_difference(&world, &mprgp, &bodies);
+        assert!(d < 1e-7, "step {step}: the solutions differ by {d} m");
+    }
+    assert!(solved_in_subspace > 0, "the columns took over");
 }

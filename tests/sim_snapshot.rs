@@ -20,10 +20,14 @@ const DT: f64 = 1.0 / 60.0;
 /// Four rubber bodies dropped onto each other and a floor, one pinned by a corner, one
 /// attached by a vertex to a moving target, one grabbed; a kinematic box sweeping past them.
 fn scene(solver: Solver) -> (SoftWorld, Vec<BodyHandle>, ObstacleHandle) {
-    let settings = WorldSettings {
+    scene_with(WorldSettings {
         solver,
         ..WorldSettings::default()
-    };
+    })
+}
+
+/// [`scene`] with `settings`.
+fn scene_with(settings: WorldSettings) -> (SoftWorld, Vec<BodyHandle>, ObstacleHandle) {
     let (mut world, bodies, pusher) = pushed_bodies(settings, 4);
     world
         .grab(
@@ -89,7 +93,23 @@ fn assert_replays<T: PartialEq>(
 /// asserting every step equal; and that the window was not trivial (soft contacts and active
 /// contact rows seen).
 fn assert_replay_is_bit_identical(solver: Solver, first: usize, window: usize) {
-    let (mut world, bodies, pusher) = scene(solver);
+    let settings = WorldSettings {
+        solver,
+        ..WorldSettings::default()
+    };
+    assert_replay_is_bit_identical_with(settings, first, window);
+}
+
+/// [`assert_replay_is_bit_identical`] with `settings`; returns the collision-prone regions
+/// built in the window.
+fn assert_replay_is_bit_identical_with(
+    settings: WorldSettings,
+    first: usize,
+    window: usize,
+) -> usize {
+    let solver = settings.solver;
+    let (mut world, bodies, pusher) = scene_with(settings);
+    let mut regions = 0;
     for k in 0..first {
         drive(&mut world, &bodies, pusher, k);
         world.step(DT).unwrap();
@@ -103,6 +123,7 @@ fn assert_replay_is_bit_identical(solver: Solver, first: usize, window: usize) {
         assert!(report.frozen.is_empty(), "step {k}: {:?}", report.frozen);
         soft += report.soft_contacts;
         constrained += report.active_constraints;
+        regions += report.prone_rebuilds;
         recorded.push(state(&world, &bodies));
     }
     assert_replays(
@@ -116,11 +137,27 @@ fn assert_replay_is_bit_identical(solver: Solver, first: usize, window: usize) {
         soft > 0 && constrained > 0,
         "{solver:?}: {soft} soft contacts, {constrained} active rows"
     );
+    regions
 }
 
 #[test]
 fn projective_dynamics_replays_bit_for_bit_after_a_restore() {
     assert_replay_is_bit_identical(Solver::ProjectiveDynamics, 30, 60);
+}
+
+/// Every body localized (`WorldSettings::localized_min_vertices` 0): each one's contact
+/// vertices ordered last in its factor, the region rebuilt as the contacts spread. A snapshot
+/// taken before the regions are built (the restore rebuilds each system and localizes it as
+/// the first run did) and one taken after both replay bit for bit.
+#[test]
+fn localized_bodies_replay_bit_for_bit_after_a_restore() {
+    let settings = WorldSettings {
+        localized_min_vertices: 0,
+        ..WorldSettings::default()
+    };
+    let built = assert_replay_is_bit_identical_with(settings, 2, 40);
+    assert!(built > 0, "regions were built in the replayed window");
+    assert_replay_is_bit_identical_with(settings, 30, 40);
 }
 
 #[test]

@@ -33,6 +33,7 @@
 //! | `local_step` | the vectorised PD local step over tets in blocks of eight |
 //! | `volume_stretches` | the volume term's projection onto `s1 s2 s3 = 1` (scalar and lanes) |
 //! | `inverse_columns` | cached columns of a body's `A^-1` for contact-subspace QPs |
+//! | `prone` | a large body's collision-prone region, ordered last in its factor, and `A^-1` over it (localized contact) |
 //! | `lattice` | the lattice tet-mesh builder behind the cuboid, sphere, capsule and cage meshes |
 //! | `clone_by_field` | `clone_by_field!`: `Clone` whose `clone_from` reuses every field's buffers |
 
@@ -60,6 +61,7 @@ pub mod pd;
 pub mod pick;
 pub mod polar;
 pub(crate) mod polar_lanes;
+pub(crate) mod prone;
 pub mod qp;
 pub mod skin;
 pub mod sparse;
@@ -85,9 +87,9 @@ pub use pick::SurfaceHit;
 pub use surface::{SurfaceError, TriangleSurface};
 pub use world::{
     BodyDesc, BodyHandle, BodyStepStats, ContactPoint, DEFAULT_CHEBYSHEV_RHO,
-    DEFAULT_MPRGP_TOLERANCE, DEFAULT_NEWTON_ITERATIONS, DEFAULT_PD_TOLERANCE, EnergyAudit,
-    FreezeReason, MAX_ANDERSON_WINDOW, MAX_DRAWN_EXTRAPOLATION, MAX_NEWTON_ITERATIONS,
-    MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, SAVED_WORLD_VERSION,
+    DEFAULT_LOCALIZED_MIN_VERTICES, DEFAULT_MPRGP_TOLERANCE, DEFAULT_NEWTON_ITERATIONS,
+    DEFAULT_PD_TOLERANCE, EnergyAudit, FreezeReason, MAX_ANDERSON_WINDOW, MAX_DRAWN_EXTRAPOLATION,
+    MAX_NEWTON_ITERATIONS, MAX_PD_ITERATIONS, MAX_SUBSTEPS, ObstacleHandle, SAVED_WORLD_VERSION,
     SUGGESTED_ANDERSON_WINDOW, SavedBody, SavedContacts, SavedObstacle, SavedWorld,
     SavedWorldError, Settling, Sleeping, SnapshotError, SoftWorld, Solver, StepReport, WorldError,
     WorldSettings, WorldSnapshot,

@@ -71,6 +71,7 @@ use super::material::{MaterialParams, StrainLimitParams};
 use super::math::{Mat3, Vec3};
 use super::mesh::TetMesh;
 use super::polar::{Svd3, svd3};
+use super::prone::ProneRegion;
 use super::qp::coarse::CoarseSpace;
 use super::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
 use super::volume_stretches::volume_preserving_stretches;
@@ -112,6 +113,9 @@ pub struct PdSystem {
     /// [`crate::sim::qp::coarse::COARSE_MIN_UNKNOWNS`] free vertices; its coarse matrix is
     /// formed with the matrix ([`PdSystem::set_material`]).
     coarse: Option<CoarseSpace>,
+    /// The collision-prone region ordered last in `chol` and `(A^-1)` over it, where the body
+    /// solves its contacts localized ([`PdSystem::localize`]).
+    prone: Option<ProneRegion>,
 }
 
 /// Everything [`PdSystem::new`] needs besides the mesh.
@@ -218,6 +222,7 @@ impl PdSystem {
             blocks,
             pinned_tets,
             coarse,
+            prone: None,
         };
         sys.set_material(mesh, setup.material, setup.dt)?;
         Ok(sys)
@@ -249,7 +254,39 @@ impl PdSystem {
         self.damped = damping > 0.0;
         self.blocks.set_weights(&self.weights);
         self.refill();
-        self.chol.factorize(&self.matrix)
+        self.chol.factorize(&self.matrix)?;
+        if let Some(prone) = self.prone.take() {
+            self.localize(prone.vertices().to_vec())?;
+        }
+        Ok(())
+    }
+
+    /// Orders the free vertices `vertices` (distinct, sorted or not) last in the factor and
+    /// refactors, keeping `(A^-1)` over them ([`PdSystem::prone`]; see `crate::sim::prone`).
+    /// Costs a symbolic analysis, a numeric factorization and `O(|C|^3)` dense work.
+    ///
+    /// # Errors
+    /// [`FactorError`] if the reordered matrix cannot be analysed or factored; the system is
+    /// then as it was.
+    pub(crate) fn localize(&mut self, vertices: Vec<u32>) -> Result<(), FactorError> {
+        let mut chol = self.chol.analyse_with_trailing(&self.matrix, &vertices)?;
+        chol.factorize(&self.matrix)?;
+        let mut block = Vec::new();
+        chol.trailing_inverse(&mut block)?;
+        self.chol = chol;
+        self.prone = Some(ProneRegion::new(self.free.len(), vertices, block));
+        Ok(())
+    }
+
+    /// Drops the collision-prone region ([`PdSystem::prone`] is `None` after); the factor stays
+    /// as ordered, which solves the same system.
+    pub(crate) fn forget_prone(&mut self) {
+        self.prone = None;
+    }
+
+    /// The collision-prone region and `(A^-1)` over it, where [`PdSystem::localize`] made one.
+    pub(crate) fn prone(&self) -> Option<&ProneRegion> {
+        self.prone.as_ref()
     }
 
     fn refill(&mut self) {
@@ -391,6 +428,29 @@ impl PdSystem {
     /// [`crate::sim::sparse::SparseCholesky::solve_correction_in_place`]).
     pub fn solve_correction_in_place(&mut self, x: &mut [Vec3]) {
         self.chol.solve_correction_in_place(x);
+    }
+
+    /// Solves `L x = b` in place through the factor rounded to f32, through the shared factor
+    /// on one thread with caller-owned scratch (see
+    /// [`crate::sim::sparse::SparseCholesky::solve_correction_with`]).
+    pub fn solve_correction_with(
+        &self,
+        x: &mut [Vec3],
+        buffer: &mut Vec<f32>,
+        scratch: &mut crate::sim::sparse::SolveScratch,
+    ) {
+        self.chol.solve_correction_with(x, buffer, scratch);
+    }
+
+    /// `x = A^-1 f` for forces `f` (N) on the collision-prone region's vertices alone, in its
+    /// order (see [`crate::sim::sparse::SparseCholesky::solve_trailing_with`]).
+    pub(crate) fn solve_trailing_with(
+        &self,
+        forces: &[Vec3],
+        x: &mut [Vec3],
+        scratch: &mut crate::sim::sparse::TrailingScratch,
+    ) {
+        self.chol.solve_trailing_with(forces, x, scratch);
     }
 
     /// Solves `L x = b` for one coordinate in place (`L` acts alike on x, y and z), through the

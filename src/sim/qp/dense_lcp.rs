@@ -219,6 +219,9 @@ pub struct DenseLcp {
     projected_steps: bool,
     /// The multipliers before a projected step (scratch).
     before: Vec<f64>,
+    /// Whether active sets up to [`MAX_LARGE_EXACT_ACTIVE`] are solved exactly (see
+    /// [`DenseLcp::set_large_active_sets`]).
+    large_active_sets: bool,
 }
 
 clone_by_field!(DenseLcp {
@@ -232,7 +235,8 @@ clone_by_field!(DenseLcp {
     failed_refinements,
     candidate,
     projected_steps,
-    before
+    before,
+    large_active_sets
 });
 
 impl std::fmt::Debug for DenseLcp {
@@ -250,6 +254,12 @@ const MAX_SWEEPS_PER_REFINEMENT: usize = 16;
 /// flops at 384).
 pub const MAX_EXACT_ACTIVE: usize = 384;
 
+/// Largest active set solved exactly with [`DenseLcp::set_large_active_sets`]: 358 M flops per
+/// factorization at 1,024, paid where the active set changes (a large body localized to its
+/// contact region: `crate::sim::prone`; the 10,648-vertex bench cube rests on 484 active
+/// rows, where MPRGP is the other solver).
+pub const MAX_LARGE_EXACT_ACTIVE: usize = 1024;
+
 impl DenseLcp {
     /// Lets a subspace step first try the candidate projected onto `lambda >= 0` (every
     /// negative multiplier zeroed at once), taken where it lowers the objective, before the
@@ -262,10 +272,25 @@ impl DenseLcp {
         self.projected_steps = on;
     }
 
+    /// Solves active sets of up to [`MAX_LARGE_EXACT_ACTIVE`] rows exactly instead of
+    /// [`MAX_EXACT_ACTIVE`]: where the caller has no cheaper solver for many active rows.
+    pub fn set_large_active_sets(&mut self, on: bool) {
+        self.large_active_sets = on;
+    }
+
+    /// The largest active set solved exactly.
+    fn max_exact_active(&self) -> usize {
+        match self.large_active_sets {
+            true => MAX_LARGE_EXACT_ACTIVE,
+            false => MAX_EXACT_ACTIVE,
+        }
+    }
+
     /// Solves the LCP of the symmetric positive definite matrix `s` and the vector `q`,
     /// starting from `lambda` (clamped to `>= 0`) and writing the solution there. Stops where
     /// the natural-map residual is at most `tolerance` (the units of `q`), or unconverged after
-    /// `max_sweeps` or once the candidate active set exceeds [`MAX_EXACT_ACTIVE`]. Tests only:
+    /// `max_sweeps` or once the candidate active set exceeds [`MAX_EXACT_ACTIVE`] (see
+    /// [`DenseLcp::set_large_active_sets`]). Tests only:
     /// the world calls [`DenseLcp::solve_again`].
     #[cfg(test)]
     pub fn solve(
@@ -333,7 +358,7 @@ impl DenseLcp {
             }
             if self.refine(s, q, lambda) {
                 stats.refinements += 1;
-            } else if self.active.len() > MAX_EXACT_ACTIVE {
+            } else if self.active.len() > self.max_exact_active() {
                 // Too many active rows to solve exactly: PGS alone would converge linearly at
                 // `m^2` a sweep, so the caller's other solver is the better use of the time.
                 return stats;
@@ -352,7 +377,7 @@ impl DenseLcp {
         self.active.clear();
         self.active.extend((0..m).filter(|&j| lambda[j] > 0.0));
         let k = self.active.len();
-        if k == 0 || k > MAX_EXACT_ACTIVE {
+        if k == 0 || k > self.max_exact_active() {
             return false;
         }
         if self.failed.as_slice() == self.active.as_slice() {

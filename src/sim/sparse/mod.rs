@@ -20,6 +20,7 @@
 //! | `matrix.rs` | [`SymmetricMatrix`], the matrix it factors |
 //! | `ordering.rs` | the geometric nested-dissection ordering tried against AMD |
 //! | `subtree_solve.rs` | the f32 triangular solves on two threads, split along the elimination tree |
+//! | `trailing.rs` | a factor with chosen rows last, and the block of `A^-1` over them |
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization};
@@ -39,8 +40,10 @@ use subtree_solve::SubtreeSplit;
 mod matrix;
 mod ordering;
 mod subtree_solve;
+mod trailing;
 
 pub use matrix::{PARALLEL_MATVEC_ROWS, SymmetricMatrix};
+pub use trailing::TrailingScratch;
 
 /// Failure of a sparse factorization.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -85,6 +88,12 @@ pub struct SparseCholesky {
     /// supernodal factors whose tree splits).
     subtree_split: Option<SubtreeSplit>,
     ordering: FillOrdering,
+    /// Rows ordered last on purpose ([`SparseCholesky::analyse_with_trailing`]), else 0.
+    trailing: usize,
+    /// The fill-reducing order the first analysis chose (forward: position to row; `None`
+    /// for the identity), which every [`SparseCholesky::analyse_with_trailing`] starts from,
+    /// so that a reordered factor depends on its trailing rows alone, not on earlier ones.
+    base_order: Option<std::sync::Arc<[usize]>>,
     factored: bool,
 }
 
@@ -106,6 +115,8 @@ impl Clone for SparseCholesky {
             scalar_req: self.scalar_req,
             subtree_split: self.subtree_split.clone(),
             ordering: self.ordering,
+            trailing: self.trailing,
+            base_order: self.base_order.clone(),
             factored: self.factored,
         }
     }
@@ -172,6 +183,18 @@ pub struct SolveScratch {
 impl Clone for SolveScratch {
     fn clone(&self) -> Self {
         Self::default()
+    }
+}
+
+impl SolveScratch {
+    /// The scratch, grown to at least `req`.
+    fn buffer(&mut self, req: StackReq) -> &mut MemBuffer {
+        let need = req.unaligned_bytes_required();
+        if self.mem.is_none() || self.bytes < need {
+            self.bytes = need;
+            self.mem = Some(MemBuffer::new(req));
+        }
+        self.mem.get_or_insert_with(|| MemBuffer::new(req))
     }
 }
 
@@ -260,6 +283,7 @@ impl SparseCholesky {
         ordering: FillOrdering,
     ) -> Result<Self, FactorError> {
         let n = symbolic.nrows();
+        let symbolic_perm: Option<Vec<usize>> = symbolic.perm().map(|p| p.arrays().0.to_vec());
         let (req, split_req) = Self::scratch_of(&symbolic);
         let mem = MemBuffer::try_new(req).map_err(|e| FactorError::Internal(format!("{e:?}")))?;
         let scalar_req = symbolic.solve_in_place_scratch::<f64>(1, Par::Seq);
@@ -285,6 +309,8 @@ impl SparseCholesky {
             scalar_req,
             subtree_split,
             ordering,
+            trailing: 0,
+            base_order: symbolic_perm.map(Into::into),
             factored: false,
         })
     }
@@ -433,18 +459,45 @@ impl SparseCholesky {
         if !self.factored {
             return;
         }
-        let need = self.scalar_req.unaligned_bytes_required();
-        if scratch.mem.is_none() || scratch.bytes < need {
-            scratch.mem = Some(MemBuffer::new(self.scalar_req));
-            scratch.bytes = need;
-        }
-        let Some(mem) = scratch.mem.as_mut() else {
-            return;
-        };
+        let mem = scratch.buffer(self.scalar_req);
         let n = self.symbolic.nrows();
         let llt = LltRef::new(&self.symbolic, &self.factor_values);
         let rhs = MatMut::from_column_major_slice_mut(&mut x[..n], n, 1);
         llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(mem));
+    }
+
+    /// Solves `L x = b` for the three coordinates in place through the factor rounded to f32,
+    /// as [`SparseCholesky::solve_correction_in_place`] does but through a shared factor,
+    /// on one thread, with caller-owned scratch (`buffer` holds the f32 right-hand sides).
+    /// Does nothing if no factorization succeeded.
+    pub fn solve_correction_with(
+        &self,
+        x: &mut [Vec3],
+        buffer: &mut Vec<f32>,
+        scratch: &mut SolveScratch,
+    ) {
+        if !self.factored {
+            return;
+        }
+        let n = self.symbolic.nrows();
+        buffer.clear();
+        buffer.resize(3 * n, 0.0);
+        for (i, v) in x.iter().enumerate().take(n) {
+            buffer[i] = v.x as f32;
+            buffer[n + i] = v.y as f32;
+            buffer[2 * n + i] = v.z as f32;
+        }
+        let mem = scratch.buffer(self.symbolic.solve_in_place_scratch::<f32>(3, Par::Seq));
+        let llt = LltRef::new(&self.symbolic, &self.factor_values_f32);
+        let rhs = MatMut::from_column_major_slice_mut(buffer, n, 3);
+        llt.solve_in_place_with_conj(Conj::No, rhs, Par::Seq, MemStack::new(mem));
+        for (i, v) in x.iter_mut().enumerate().take(n) {
+            *v = Vec3::new(
+                buffer[i] as f64,
+                buffer[n + i] as f64,
+                buffer[2 * n + i] as f64,
+            );
+        }
     }
 
     /// Each thread's share of the factor in the correction solve's split along the elimination

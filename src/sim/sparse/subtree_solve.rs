@@ -246,23 +246,82 @@ impl SubtreeSplit {
         for &s in top.iter() {
             forward(llt, s, x, product_0);
         }
-        for &s in top.iter().rev() {
-            backward(llt, s, x, product_0);
-        }
-        let x_top: &[f32] = x;
-        let finish_group = |group: &[usize], buffer: &mut Vec<f32>, product: &mut Vec<f32>| {
-            buffer.copy_from_slice(x_top);
-            for &s in group.iter().rev() {
-                backward(llt, s, buffer, product);
-            }
-        };
-        rayon::join(
-            || finish_group(&groups[0], buffer_0, product_0),
-            || finish_group(&groups[1], buffer_1, product_1),
+        backward_split(
+            llt,
+            top,
+            groups,
+            x,
+            [buffer_0, buffer_1],
+            [product_0, product_1],
         );
-        for (group, buffer) in [(&groups[0], &*buffer_0), (&groups[1], &*buffer_1)] {
-            copy_rows(llt, group, buffer, x);
+    }
+}
+
+/// The backward half of a split solve on `x` (`n x 3` column-major, holding `y` of `L' x =
+/// y`): the `top` supernodes on this thread, then the two `groups` at once, each on a private
+/// copy (`buffers`) of `x` with a supernode product's scratch (`products`).
+fn backward_split(
+    llt: SupernodalLltRef<'_, usize, f32>,
+    top: &[usize],
+    groups: &[Vec<usize>; 2],
+    x: &mut [f32],
+    buffers: [&mut Vec<f32>; 2],
+    products: [&mut Vec<f32>; 2],
+) {
+    let [buffer_0, buffer_1] = buffers;
+    let [product_0, product_1] = products;
+    for &s in top.iter().rev() {
+        backward(llt, s, x, product_0);
+    }
+    let x_top: &[f32] = x;
+    let finish_group = |group: &[usize], buffer: &mut Vec<f32>, product: &mut Vec<f32>| {
+        buffer.copy_from_slice(x_top);
+        for &s in group.iter().rev() {
+            backward(llt, s, buffer, product);
         }
+    };
+    rayon::join(
+        || finish_group(&groups[0], buffer_0, product_0),
+        || finish_group(&groups[1], buffer_1, product_1),
+    );
+    for (group, buffer) in [(&groups[0], &*buffer_0), (&groups[1], &*buffer_1)] {
+        copy_rows(llt, group, buffer, x);
+    }
+}
+
+/// Caller-owned scratch of [`SubtreeSplit::backward_with`]: per group, a copy of the
+/// right-hand sides and a supernode's product (grown on first use, then reused).
+#[derive(Debug, Default, Clone)]
+pub struct SplitScratch {
+    buffers: [Vec<f32>; 2],
+    products: [Vec<f32>; 2],
+}
+
+impl SubtreeSplit {
+    /// The backward half of [`SubtreeSplit::solve_in_place`] alone (`L' x = y`, `x` holding
+    /// `y`, `n x 3` column-major in the factor's order): the top on this thread, then the two
+    /// groups at once, through a shared split with caller-owned scratch.
+    pub fn backward_with(
+        &self,
+        llt: SupernodalLltRef<'_, usize, f32>,
+        x: &mut [f32],
+        scratch: &mut SplitScratch,
+    ) {
+        let longest = self.products[0].len();
+        for (buffer, product) in scratch.buffers.iter_mut().zip(&mut scratch.products) {
+            buffer.resize(x.len(), 0.0);
+            product.resize(longest, 0.0);
+        }
+        let [buffer_0, buffer_1] = &mut scratch.buffers;
+        let [product_0, product_1] = &mut scratch.products;
+        backward_split(
+            llt,
+            &self.top,
+            &self.groups,
+            x,
+            [buffer_0, buffer_1],
+            [product_0, product_1],
+        );
     }
 }
 
@@ -280,7 +339,12 @@ fn copy_rows(llt: SupernodalLltRef<'_, usize, f32>, group: &[usize], from: &[f32
 }
 
 /// Supernode `s`'s step of the forward solve `L y = b` on `x` (`n x 3` column-major).
-fn forward(llt: SupernodalLltRef<'_, usize, f32>, s: usize, x: &mut [f32], product: &mut [f32]) {
+pub(super) fn forward(
+    llt: SupernodalLltRef<'_, usize, f32>,
+    s: usize,
+    x: &mut [f32],
+    product: &mut [f32],
+) {
     let n = llt.symbolic().nrows();
     let node = llt.supernode(s);
     let (start, pattern, block) = (node.start(), node.pattern(), node.val());
@@ -308,7 +372,12 @@ fn forward(llt: SupernodalLltRef<'_, usize, f32>, s: usize, x: &mut [f32], produ
 }
 
 /// Supernode `s`'s step of the backward solve `L' x = y` on `x` (`n x 3` column-major).
-fn backward(llt: SupernodalLltRef<'_, usize, f32>, s: usize, x: &mut [f32], product: &mut [f32]) {
+pub(super) fn backward(
+    llt: SupernodalLltRef<'_, usize, f32>,
+    s: usize,
+    x: &mut [f32],
+    product: &mut [f32],
+) {
     let n = llt.symbolic().nrows();
     let node = llt.supernode(s);
     let (start, pattern, block) = (node.start(), node.pattern(), node.val());

@@ -372,10 +372,55 @@ impl SoftBody {
                 )
                 .map_err(|e| FreezeReason::Factorization(e.to_string()))?;
                 *self.pd = Some(pd);
+                self.localize_again();
             }
         }
         self.rebuild = Rebuild::None;
         Ok(true)
+    }
+
+    /// Whether the body's system is localized to the region its state keeps
+    /// (`Workspace::prone_vertices`), or to none where it keeps none.
+    pub(crate) fn localized_as_kept(&self) -> bool {
+        let Some(pd) = self.pd.0.as_ref() else {
+            return true;
+        };
+        match pd.prone() {
+            None => self.ws.prone_vertices.is_empty(),
+            Some(prone) => {
+                let free = pd.free_vertices();
+                prone.vertices().len() == self.ws.prone_vertices.len()
+                    && prone
+                        .vertices()
+                        .iter()
+                        .zip(&self.ws.prone_vertices)
+                        .all(|(&d, &v)| free[d as usize] == v)
+            }
+        }
+    }
+
+    /// Orders the collision-prone region the body's state keeps (`Workspace::prone_vertices`,
+    /// mesh vertices) last in a newly built system's factor, as it was before the rebuild (a
+    /// restored snapshot's body, say), so that its solves are those of the body it replaces.
+    /// A region that no longer fits (pins changed) is dropped.
+    fn localize_again(&mut self) {
+        let Some(pd) = self.pd.0.as_mut() else {
+            return;
+        };
+        if self.ws.prone_vertices.is_empty() {
+            return;
+        }
+        let dof = pd.dof_map();
+        let region: Vec<u32> = self
+            .ws
+            .prone_vertices
+            .iter()
+            .filter_map(|&v| dof.get(v as usize).copied())
+            .filter(|&d| d != crate::sim::pd::PINNED)
+            .collect();
+        if region.len() != self.ws.prone_vertices.len() || pd.localize(region).is_err() {
+            self.ws.prone_vertices.clear();
+        }
     }
 
     /// Builds, keeps or drops the Newton solver's state for `solver` (with `model`): built where

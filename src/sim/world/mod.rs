@@ -76,8 +76,9 @@ pub use saved::{
     SAVED_WORLD_VERSION, SavedBody, SavedContacts, SavedObstacle, SavedWorld, SavedWorldError,
 };
 pub use settings::{
-    DEFAULT_CHEBYSHEV_RHO, DEFAULT_MPRGP_TOLERANCE, DEFAULT_PD_TOLERANCE, MAX_NEWTON_ITERATIONS,
-    MAX_PD_ITERATIONS, MAX_SUBSTEPS, SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, WorldSettings,
+    DEFAULT_CHEBYSHEV_RHO, DEFAULT_LOCALIZED_MIN_VERTICES, DEFAULT_MPRGP_TOLERANCE,
+    DEFAULT_PD_TOLERANCE, MAX_NEWTON_ITERATIONS, MAX_PD_ITERATIONS, MAX_SUBSTEPS,
+    SUGGESTED_ANDERSON_WINDOW, Settling, Sleeping, WorldSettings,
 };
 pub use snapshot::{SnapshotError, WorldSnapshot};
 pub use solver::{DEFAULT_NEWTON_ITERATIONS, Solver};

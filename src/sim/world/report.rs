@@ -112,6 +112,9 @@ pub struct BodyStepStats {
     /// Constrained global steps solved exactly in the contact subspace instead of by MPRGP
     /// (see [`super::WorldSettings::contact_subspace`]).
     pub subspace_solves: usize,
+    /// Times the body's collision-prone region was rebuilt (a refactorization each) because a
+    /// contact touched a vertex outside it (see [`super::WorldSettings::localized_min_vertices`]).
+    pub prone_rebuilds: usize,
     /// Constraint rows at the end of the step.
     pub constraints: usize,
     /// Rows active at the solution.
@@ -153,6 +156,9 @@ pub struct StepReport {
     pub mprgp_cg_steps: usize,
     /// Constrained global steps solved in the contact subspace, summed over bodies.
     pub subspace_solves: usize,
+    /// Collision-prone regions rebuilt, summed over bodies (see
+    /// [`BodyStepStats::prone_rebuilds`]).
+    pub prone_rebuilds: usize,
     /// Constraint rows, summed over bodies.
     pub constraints: usize,
     /// Active constraint rows at the solutions, summed over bodies.
@@ -218,6 +224,7 @@ impl StepReport {
         self.mprgp_iterations += s.mprgp_iterations;
         self.mprgp_cg_steps += s.mprgp_cg_steps;
         self.subspace_solves += s.subspace_solves;
+        self.prone_rebuilds += s.prone_rebuilds;
         self.constraints += s.constraints;
         self.active_constraints += s.active_constraints;
         self.kkt_residual = self.kkt_residual.max(s.kkt_residual);

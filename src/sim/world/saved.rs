@@ -22,7 +22,10 @@
 //! to round-off (2e-10 m and 2.5e-9 rad over 30 steps of a rigid crate landing on a slab). The Newton solver's state (the factor of an earlier Newton matrix its solves correct
 //! against) is not in the file either: a load starts it afresh, so that a file replays the
 //! same in any world, and the first step agrees with the saved run's to the solver's tolerance
-//! (1.6e-6 m where bodies were being pushed; a chaotic scene then diverges). Without the rotations
+//! (1.6e-6 m where bodies were being pushed; a chaotic scene then diverges). A large body's
+//! collision-prone region (`crate::sim::prone`) is not in the file either: a loaded body orders
+//! its factor as a new one does until its contacts build a region again, so its replay differs
+//! from the saved run by round-off, not bit for bit. Without the rotations
 //! (72 bytes per tet, more than the rest of a body together) the replay drifts from round-off:
 //! 0.1 mm after 40 steps where a pusher met the bodies, measured when they were left out.
 //!

@@ -16,7 +16,9 @@
 //! iterates and rows) and each body's PD system (its matrix and factor), a function of its
 //! mesh, material, pins, attachments, grab spring and time step: a restore keeps the live
 //! body's system where it is the factor the snapshot's body had (the cached columns'
-//! generation identifies it), and otherwise the body builds it again before its next step.
+//! generation identifies it, and a large body's collision-prone region, `crate::sim::prone`,
+//! which the state keeps, must be the one its factor is ordered for), and otherwise the body
+//! builds it again, localized to the kept region, before its next step.
 //! A restore across such an edit (a material or pin changed after the snapshot) therefore
 //! replays to the solver's tolerance rather than bit for bit: the rebuilt factor has no
 //! cached columns yet.
@@ -139,7 +141,7 @@ impl SoftWorld {
         for (body, kept) in self.bodies.iter_mut().zip(&saved.bodies) {
             let generation = body.ws.columns.generation();
             body.copy_state_from(kept);
-            if body.ws.columns.generation() != generation {
+            if body.ws.columns.generation() != generation || !body.localized_as_kept() {
                 body.pd.0 = None;
             } else if let (Some(pd), Some(grab)) = (body.pd.0.as_mut(), body.grab) {
                 // The grab spring's target lives in the system too (the right-hand side).

@@ -43,6 +43,10 @@ pub(crate) struct Workspace {
     /// The number of island contacts at which every column they need was last found cached
     /// in this step (`None`: not yet, or not all fit).
     pub columns_complete: Option<usize>,
+    /// The mesh vertices of the collision-prone region the body's factor was last localized
+    /// to (`crate::sim::prone`; empty for none), kept with the state so that a rebuilt system
+    /// is localized to it again.
+    pub prone_vertices: Vec<u32>,
     /// ObstacleCollider contacts found speculatively at the start of the step.
     pub contacts: Vec<Contact>,
     pub proxy_positions: Vec<Vec3>,
@@ -101,6 +105,7 @@ clone_by_field!(Workspace {
     residual_scale2,
     columns,
     columns_complete,
+    prone_vertices,
     contacts,
     proxy_positions,
     proxy_predictions,
@@ -138,6 +143,7 @@ impl Workspace {
             residual_scale2,
             columns,
             columns_complete,
+            prone_vertices,
             contacts,
             proxy_positions: _,
             proxy_predictions: _,
@@ -156,6 +162,7 @@ impl Workspace {
         self.residual_scale2 = *residual_scale2;
         self.columns.clone_from(columns);
         self.columns_complete = *columns_complete;
+        self.prone_vertices.clone_from(prone_vertices);
         self.contacts.clone_from(contacts);
         self.touching.clone_from(touching);
         self.friction.clone_from(friction);

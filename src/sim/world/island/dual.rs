@@ -43,6 +43,7 @@ use rayon::prelude::*;
 use super::layout::Layout;
 use super::{Island, IslandContact};
 use crate::sim::math::Vec3;
+use crate::sim::prone::ProneColumn;
 use crate::sim::qp::MAX_ROW_VERTICES;
 use crate::sim::qp::dense_lcp::{DenseLcpStats, SymmetricRows};
 use crate::sim::world::body::SoftBody;
@@ -125,7 +126,7 @@ impl UpperBlock {
             self.columns.clear();
             for (u, c) in island.rows[j].entries() {
                 let (b, d) = island.owner(layout, u as u32);
-                let Some(column) = bodies[b].ws.columns.column(d) else {
+                let Some(column) = inverse_column(&bodies[b], d) else {
                     self.missing = true;
                     return;
                 };
@@ -138,7 +139,11 @@ impl UpperBlock {
                     if self.accumulator[k] == 0.0 {
                         self.columns.push(e.row);
                     }
-                    self.accumulator[k] += c.dot(&e.coeff) * column[e.vertex as usize];
+                    let Some(entry) = column.at(e.vertex) else {
+                        self.missing = true;
+                        return;
+                    };
+                    self.accumulator[k] += c.dot(&e.coeff) * entry;
                 }
             }
             // A coupled rigid body's term between this row and the later rows on it.
@@ -166,6 +171,42 @@ impl UpperBlock {
             };
             self.rows.end_row(diagonal);
         }
+    }
+}
+
+/// A column of a member's `A^-1` (m/N): cached whole (`crate::sim::inverse_columns`), or over
+/// the body's collision-prone region (`crate::sim::prone`).
+#[derive(Debug, Clone, Copy)]
+enum InverseColumn<'a> {
+    Whole(&'a [f64]),
+    Prone(ProneColumn<'a>),
+}
+
+impl InverseColumn<'_> {
+    /// The entry at free vertex `d`, where the column has it.
+    #[inline]
+    fn at(&self, d: u32) -> Option<f64> {
+        match self {
+            Self::Whole(values) => values.get(d as usize).copied(),
+            Self::Prone(column) => column.at(d),
+        }
+    }
+}
+
+/// Column `d` of `body`'s `A^-1`, from its collision-prone region where it has one, else from
+/// its column cache.
+fn inverse_column(body: &SoftBody, d: u32) -> Option<InverseColumn<'_>> {
+    match body.pd.as_ref().and_then(|pd| pd.prone()) {
+        Some(prone) => prone.column(d).map(InverseColumn::Prone),
+        None => body.ws.columns.column(d).map(InverseColumn::Whole),
+    }
+}
+
+/// Identifies the factor `body`'s columns are of (see [`inverse_column`]).
+fn inverse_generation(body: &SoftBody) -> u64 {
+    match body.pd.as_ref().and_then(|pd| pd.prone()) {
+        Some(prone) => prone.generation(),
+        None => body.ws.columns.generation(),
     }
 }
 
@@ -214,6 +255,14 @@ pub(crate) struct DualState {
     pub(super) q_kept: Vec<f64>,
     /// The multipliers in the kept matrix's order of the rows (N).
     pub(super) lambda_kept: Vec<f64>,
+    /// A localized member's changed forces: free vertex and force (N).
+    pub(super) forces: Vec<(u32, Vec3)>,
+    /// The same forces per vertex of the member's collision-prone region, in its order (N).
+    pub(super) region_forces: Vec<Vec3>,
+    /// A localized member's response to them, per free vertex (m).
+    pub(super) response: Vec<Vec3>,
+    /// The scratch of that solve.
+    pub(super) solve_scratch: crate::sim::sparse::TrailingScratch,
 }
 
 impl DualState {
@@ -240,6 +289,10 @@ impl DualState {
             kept_of: _,
             q_kept: _,
             lambda_kept: _,
+            forces: _,
+            region_forces: _,
+            response: _,
+            solve_scratch: _,
         } = source;
         self.lambda_prev.clone_from(lambda_prev);
         self.s.clone_from(s);
@@ -296,7 +349,7 @@ impl Island {
         if bu != bv {
             return Some(0.0);
         }
-        Some(bodies[bv].ws.columns.column(dv)?[du as usize])
+        inverse_column(&bodies[bv], dv)?.at(du)
     }
 
     /// Solves the constrained step in the contact subspace (see the module docs) from
@@ -314,7 +367,7 @@ impl Island {
         }
         let has_column = |u: u32| {
             let (b, d) = self.owner(layout, u);
-            bodies[b].ws.columns.column(d).is_some()
+            inverse_column(&bodies[b], d).is_some()
         };
         let all_cached = self
             .rows
@@ -359,7 +412,7 @@ impl Island {
                 let (b, d) = self.owner(layout, u as u32);
                 key.terms[t] = (
                     b as u32,
-                    bodies[b].ws.columns.generation(),
+                    inverse_generation(&bodies[b]),
                     d,
                     [c.x.to_bits(), c.y.to_bits(), c.z.to_bits()],
                 );
@@ -405,6 +458,15 @@ impl Island {
             1e-10
         };
         self.dual.lcp.set_projected_steps(compliant);
+        // A localized member's contact patch may hold hundreds of active rows, where only
+        // MPRGP over the whole body is the other way (see `crate::sim::prone`).
+        let localized = self.members.iter().any(|&b| {
+            bodies[b as usize]
+                .pd
+                .as_ref()
+                .is_some_and(|pd| pd.prone().is_some())
+        });
+        self.dual.lcp.set_large_active_sets(localized);
         let stats = self.dual.lcp.solve_again(
             &self.dual.s,
             &self.dual.q_kept,
@@ -441,19 +503,74 @@ impl Island {
         }
         self.dual.touched.sort_unstable();
         self.dual.touched.dedup();
+        let mut localized = false;
         for &u in &self.dual.touched {
             let delta = self.dual.delta[u as usize];
             if delta == Vec3::zeros() {
                 continue;
             }
             let (b, d) = self.owner(layout, u);
-            let column = bodies[b].ws.columns.column(d)?;
-            let o = layout.offset_of[b] as usize;
-            for (x, &c) in self.x[o..o + column.len()].iter_mut().zip(column) {
-                *x += c * delta;
+            match inverse_column(&bodies[b], d)? {
+                InverseColumn::Whole(column) => {
+                    let o = layout.offset_of[b] as usize;
+                    for (x, &c) in self.x[o..o + column.len()].iter_mut().zip(column) {
+                        *x += c * delta;
+                    }
+                }
+                InverseColumn::Prone(_) => localized = true,
             }
         }
+        if localized {
+            self.apply_localized_forces(bodies, layout);
+        }
         Some(stats)
+    }
+
+    /// `x += A^-1 delta` on the members with a collision-prone region, `delta` (N) on its
+    /// vertices (the forces the subspace solve changed): a solve through the body's factor
+    /// rounded to f32 whose forward half runs over the region's trailing block alone
+    /// (`crate::sim::sparse::SparseCholesky::solve_trailing_with`), then the region's own
+    /// entries exactly from its block of `A^-1`, so that the rows, which touch only the
+    /// region, are met to round-off.
+    fn apply_localized_forces(&mut self, bodies: &[SoftBody], layout: Layout<'_>) {
+        for &b in &self.members {
+            let b = b as usize;
+            let Some(pd) = bodies[b].pd.as_ref() else {
+                continue;
+            };
+            let Some(prone) = pd.prone() else { continue };
+            let n = pd.free_vertices().len();
+            let o = layout.offset_of[b] as usize;
+            let dual = &mut self.dual;
+            dual.forces.clear();
+            for &u in &dual.touched {
+                let u = u as usize;
+                if u >= o && u < o + n && dual.delta[u] != Vec3::zeros() {
+                    dual.forces.push(((u - o) as u32, dual.delta[u]));
+                }
+            }
+            if dual.forces.is_empty() {
+                continue;
+            }
+            // The forces in the region's (the factor's trailing) order.
+            dual.region_forces.clear();
+            dual.region_forces
+                .resize(prone.vertices().len(), Vec3::zeros());
+            for &(d, f) in &dual.forces {
+                if let Some(slot) = prone.slot(d) {
+                    dual.region_forces[slot] = f;
+                }
+            }
+            dual.response.resize(n, Vec3::zeros());
+            pd.solve_trailing_with(
+                &dual.region_forces,
+                &mut dual.response,
+                &mut dual.solve_scratch,
+            );
+            for (x, r) in self.x[o..o + n].iter_mut().zip(&dual.response) {
+                *x += r;
+            }
+        }
     }
 
     /// Whether the current rows (their keys in `dual_keys_next`) are the kept matrix's rows

@@ -62,6 +62,7 @@ mod tests;
 mod warm_start;
 
 pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact, soft_gap};
+pub(crate) use dual::MAX_DUAL_ROWS;
 pub(crate) use friction::ContactMemory;
 pub(crate) use layout::{Layout, NO_ISLAND};
 use matrix::IslandMatrix;

@@ -11,12 +11,15 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::newton;
+use super::predict::COLUMN_MEMORY_BYTES;
 use super::residual;
 use super::state::StepState;
 use crate::sim::contact::{ObstacleCollider, SurfaceShape, fit_surface_bvh};
 use crate::sim::math::Vec3;
+use crate::sim::prone::ProneRegion;
 use crate::sim::world::anderson;
 use crate::sim::world::body::SoftBody;
+use crate::sim::world::island::MAX_DUAL_ROWS;
 use crate::sim::world::island::{Island, IslandContact, Layout, NO_ISLAND, soft_gap};
 use crate::sim::world::settings::WorldSettings;
 use crate::sim::world::solver::Solver;
@@ -68,7 +71,7 @@ pub(super) fn iterate(
                         // A coupled rigid body is an unknown only in the contact subspace:
                         // its island's columns are all computed at once.
                         let all_now = island.touches_rigid();
-                        cache_columns(b, i as u32, &island.contacts, all_now);
+                        cache_columns(b, i as u32, &island.contacts, all_now, settings);
                     }
                 }
             });
@@ -392,8 +395,15 @@ const COLUMN_SOLVE_VERTICES: usize = 6_000;
 
 /// Makes sure body `index` has the `A^-1` columns of the vertices its island's contacts touch,
 /// within its budget per iteration (the island solves by MPRGP until they are all there).
-fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], all_now: bool) {
+fn cache_columns(
+    body: &mut SoftBody,
+    index: u32,
+    contacts: &[IslandContact],
+    all_now: bool,
+    settings: &WorldSettings,
+) {
     let SoftBody {
+        mesh,
         pd,
         ws,
         colliders,
@@ -401,7 +411,7 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
         last_step,
         ..
     } = body;
-    let Some(pd) = pd.as_ref() else { return };
+    let Some(pd) = pd.as_mut() else { return };
     // Contacts only join an island during its step: with as many as when every column was
     // last found cached, there is nothing to do (a pass over all of the island's contacts per
     // body per iteration, 3 % of the `pile` example's profile, otherwise).
@@ -409,10 +419,12 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
         return;
     }
     let t = Instant::now();
-    let mut budget = match all_now {
-        true => usize::MAX,
-        false => (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2),
-    };
+    let localized = pd.free_vertices().len() >= settings.localized_min_vertices;
+    if !localized && pd.prone().is_some() {
+        // Localized before (the setting changed since): the columns serve from now on.
+        pd.forget_prone();
+        ws.prone_vertices.clear();
+    }
     let dof = pd.dof_map();
     let needed = || {
         contacts
@@ -420,6 +432,56 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
             .flat_map(|contact| contact.vertices_of(index, colliders, drawn.as_deref()))
             .map(|v| dof[v as usize])
             .filter(|&d| d != crate::sim::pd::PINNED)
+    };
+    if localized {
+        // Localized: the contacts' vertices must be in the collision-prone region, which a
+        // contact outside it rebuilds (one refactorization; `crate::sim::prone`).
+        let inside = match pd.prone() {
+            Some(p) => needed().all(|d| p.contains(d)),
+            None => needed().next().is_none(),
+        };
+        // More contact vertices than the contact subspace takes rows: MPRGP solves the QP,
+        // and a region would only cost its refactorization.
+        // (Counted only where the region is rebuilt, which allocates anyway.)
+        let too_many = || {
+            let mut seen: Vec<u32> = needed().collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() > MAX_DUAL_ROWS
+        };
+        let complete = inside
+            || !too_many()
+                && match ProneRegion::grown(
+                    pd.prone(),
+                    pd.matrix(),
+                    &reachable_vertices(mesh, colliders, drawn.as_deref(), dof),
+                    needed(),
+                ) {
+                    Some(region) => {
+                        let done = pd.localize(region).is_ok();
+                        last_step.0.prone_rebuilds += 1;
+                        // The factor changed: the old one's columns go, and the region is
+                        // kept with the body's state (a system rebuilt after a restore is
+                        // localized to it again).
+                        ws.columns
+                            .reset(pd.free_vertices().len(), COLUMN_MEMORY_BYTES);
+                        ws.prone_vertices.clear();
+                        if let Some(prone) = pd.prone() {
+                            let free = pd.free_vertices();
+                            ws.prone_vertices
+                                .extend(prone.vertices().iter().map(|&d| free[d as usize]));
+                        }
+                        done
+                    }
+                    None => false,
+                };
+        ws.columns_complete = complete.then_some(contacts.len());
+        last_step.0.timings.global += t.elapsed();
+        return;
+    }
+    let mut budget = match all_now {
+        true => usize::MAX,
+        false => (COLUMN_SOLVE_VERTICES / pd.free_vertices().len().max(1)).max(2),
     };
     // Where more contact vertices than columns fit, none is computed: the island solves by
     // MPRGP.
@@ -431,6 +493,37 @@ fn cache_columns(body: &mut SoftBody, index: u32, contacts: &[IslandContact], al
     }
     ws.columns_complete = complete.then_some(contacts.len());
     last_step.0.timings.global += t.elapsed();
+}
+
+/// Per free vertex, whether a contact row can touch it: a surface vertex of the mesh, or a
+/// vertex of the tet of an embedded collider or drawn point (their rows spread over the tet).
+fn reachable_vertices(
+    mesh: &crate::sim::TetMesh,
+    colliders: &[crate::sim::embed::EmbeddedPoint],
+    drawn: Option<&crate::sim::contact::DrawnMesh>,
+    dof: &[u32],
+) -> Vec<bool> {
+    let free = dof.iter().filter(|&&d| d != crate::sim::pd::PINNED).count();
+    let mut reachable = vec![false; free];
+    let mut mark = |v: u32| {
+        let d = dof[v as usize];
+        if d != crate::sim::pd::PINNED {
+            reachable[d as usize] = true;
+        }
+    };
+    for &v in mesh.surface_vertices() {
+        mark(v);
+    }
+    let embedded = colliders
+        .iter()
+        .chain(drawn.into_iter().flat_map(|d| d.points()))
+        .filter(|p| p.weights.iter().filter(|&&w| w != 0.0).count() > 1);
+    for point in embedded {
+        for &v in &point.vertices {
+            mark(v);
+        }
+    }
+    reachable
 }
 
 /// One PD iteration's second per-body part: the unconstrained solve `A^-1 (b + force)`. After

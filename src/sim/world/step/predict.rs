@@ -211,4 +211,4 @@ fn fit_soft_trees(
 
 /// Most bytes of `A^-1` columns a body keeps ([`crate::sim::inverse_columns`]): 16 MiB, all
 /// of a body's columns up to 1,448 free vertices, 196 at 10,648.
-const COLUMN_MEMORY_BYTES: usize = 16 << 20;
+pub(super) const COLUMN_MEMORY_BYTES: usize = 16 << 20;

@@ -1,10 +1,11 @@
 //! Cloth beside the soft bodies: a silk flag flutters on a pole in gusty wind, a cotton
-//! tablecloth drops over a table and the bowl on it, and a denim curtain hangs from a rail
-//! while a wrecking ball swings into it. A jelly cube sits on the floor beside the table.
+//! tablecloth drops over a table and the bowl on it, a leather mat over a jelly cube on the
+//! floor, and a denim curtain hangs from a rail while a wrecking ball swings into it.
 //!
 //! `DeformableCloth` is a rectangle on an entity: its pinned vertices follow the entity's
 //! transform, the rest falls, flutters in the `ClothWind` resource and drapes over the
-//! `Obstacle`s. The inspector's "Cloth" section changes the wind and each cloth's preset.
+//! `Obstacle`s and the soft bodies (one way: the jelly holds the cloth up but does not feel
+//! its weight). The inspector's "Cloth" section changes the wind and each cloth's preset.
 //!
 //! `cargo run --release --example cloth`
 
@@ -155,14 +156,25 @@ fn setup(
         Obstacle::ball(BALL).with_friction(0.3),
     ));
 
-    // A jelly cube on the floor beside the table (soft bodies and cloth do not touch each other
-    // yet: it sits where the tablecloth does not reach).
+    // A jelly cube on the floor and a leather mat dropped over it: the cloth lies on the soft
+    // body's surface (one way: the jelly holds it up but does not feel its weight). The mat
+    // does not reach the floor: caught between the floor and the cube's bottom edge, a cloth's
+    // edge can be pushed into the cube.
+    let jelly = Vec3::new(-1.0, 0.12, 0.9);
     commands.spawn((
         Name::new("jelly"),
         DeformableBody::cuboid(Vec3::splat(0.12), 5).expect("valid size"),
         SoftMaterial::JELLY,
         MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(0.3, 0.8, 0.4)))),
-        Transform::from_translation(Vec3::new(-1.0, 0.12, 0.9)),
+        Transform::from_translation(jelly),
+    ));
+    commands.spawn((
+        Name::new("leather mat"),
+        DeformableCloth::rectangle(Vec2::splat(0.44), UVec2::splat(11))
+            .with_preset(ClothPreset::Leather),
+        MeshMaterial3d(materials.add(cloth_look(Color::srgb(0.45, 0.25, 0.12)))),
+        Transform::from_translation(jelly + Vec3::new(0.0, 0.16, 0.0))
+            .with_rotation(Quat::from_rotation_y(0.4)),
     ));
 }
 

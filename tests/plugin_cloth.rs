@@ -1,6 +1,6 @@
 //! The Bevy plugin headless: cloth. A `DeformableCloth` pinned along an edge hangs from it and
 //! its pins follow the entity, and its parent when it has one; a tablecloth drops onto an
-//! `Obstacle` and stays above it; its mesh is written in the entity's frame, at the last step
+//! `Obstacle` and stays above it, and another onto a soft body, over which it drapes; its mesh is written in the entity's frame, at the last step
 //! or blended with the one before; a pin out of range is a typed error; an edit of the preset
 //! keeps the cloth where it is, and a scene reset starts it over.
 
@@ -136,6 +136,51 @@ fn a_tablecloth_drops_onto_a_table_and_stays_above_it() {
         .map(|p| p.y)
         .fold(f64::INFINITY, f64::min);
     assert!(lowest < 0.76, "{lowest}");
+}
+
+/// A cloth dropped over a soft cube on the floor lies on the cube (its surface an obstacle of
+/// the cloth's step, one way) and hangs down its sides: its middle rests at the cube's top,
+/// and no vertex is inside the cube's bounds by more than the cloth's thickness.
+#[test]
+fn a_cloth_dropped_over_a_soft_cube_lies_on_it() {
+    let mut app = app();
+    app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
+    let cube = app
+        .world_mut()
+        .spawn((
+            DeformableBody::cuboid(Vec3::splat(0.2), 4).unwrap(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 0.2, 0.0),
+        ))
+        .id();
+    for _ in 0..30 {
+        app.update();
+    }
+    let e = app
+        .world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::splat(0.8), UVec2::splat(16)),
+            Transform::from_xyz(0.0, 0.5, 0.0),
+        ))
+        .id();
+    for _ in 0..150 {
+        app.update();
+        let (lo, hi) = sim::mesh::bounds(&positions(&app, cube));
+        let inside = cloth_positions(&app, e)
+            .into_iter()
+            .filter(|p| (0..3).all(|d| p[d] > lo[d] + 0.02 && p[d] < hi[d] - 0.02));
+        assert_eq!(inside.count(), 0, "cloth vertices deep inside the cube");
+    }
+    let hi = sim::mesh::bounds(&positions(&app, cube)).1;
+    let x = cloth_positions(&app, e);
+    let top = x.iter().map(|p| p.y).fold(f64::NEG_INFINITY, f64::max);
+    assert!(
+        (top - hi.y).abs() < 0.02,
+        "the middle at {top} m, the top at {} m",
+        hi.y
+    );
+    let lowest = x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+    assert!(lowest < hi.y - 0.1, "the sides hang down ({lowest} m)");
 }
 
 #[test]

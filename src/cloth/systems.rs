@@ -1,6 +1,6 @@
 //! The cloth's systems: [`step_cloths`] after the soft bodies' step (each cloth built or
 //! rebuilt from its component, its pins moved with its entity, stepped among the world's
-//! obstacles in the wind), and [`draw_cloths`] before the frame is drawn (the positions into
+//! obstacles and the surfaces of the soft bodies near it, in the wind), and [`draw_cloths`] before the frame is drawn (the positions into
 //! the entity's mesh, in its frame, with normals).
 
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, StepSchedule};
 use crate::render;
 use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
+use crate::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3 as SimVec3};
 
 /// Steps every cloth once per step of the soft bodies (paused with them), building it where
 /// its component is new or edited (see [`DeformableCloth`]); a [`ResetScene`] starts every
@@ -52,6 +53,8 @@ pub(crate) fn step_cloths(
     let gravity = to_sim(config.gravity);
     let wind = to_sim(wind.at(time.elapsed_secs()));
     let obstacles = world.world().obstacles();
+    let mut bodies = SurfaceObstacles::of(world.world());
+    let mut touched: Vec<ObstacleCollider> = Vec::new();
     for (entity, cloth, mut state) in &mut cloths {
         let state = &mut *state;
         // Where the entity is now (its `GlobalTransform` is last frame's until propagation).
@@ -77,7 +80,11 @@ pub(crate) fn step_cloths(
                 state.error = Some(e);
             }
         }
-        if let Err(e) = system.step_among(gravity, wind, obstacles) {
+        // The soft bodies near it, as their surfaces now (one way: `SoftWorld::surface_obstacle`).
+        touched.clear();
+        touched.extend_from_slice(obstacles);
+        bodies.near(system.positions(), BODY_REACH, &mut touched);
+        if let Err(e) = system.step_among(gravity, wind, &touched) {
             if state.error.is_none() {
                 warn!("cloth {entity}: {e}");
             }
@@ -86,6 +93,51 @@ pub(crate) fn step_cloths(
         state.record(true);
     }
     stats.cloth_ms = started.elapsed().as_secs_f64() * 1e3;
+}
+
+/// How far (m) around a cloth's vertices a soft body's bounds must come for its surface to be
+/// one of the cloth's obstacles in a step (more than a cloth moves in a step in a game).
+const BODY_REACH: f64 = 0.25;
+
+/// The soft bodies' bounds, and their surfaces as obstacles, made the first time a cloth comes
+/// near each in this step.
+struct SurfaceObstacles<'w> {
+    world: &'w SoftWorld,
+    bodies: Vec<(BodyHandle, (SimVec3, SimVec3))>,
+    /// Per body: its surface, once made (`None` inside where it could not be).
+    surfaces: Vec<Option<Option<ObstacleCollider>>>,
+}
+
+impl<'w> SurfaceObstacles<'w> {
+    fn of(world: &'w SoftWorld) -> Self {
+        let bodies: Vec<_> = world
+            .bodies()
+            .filter_map(|h| Some((h, world.body_bounds(h).ok()?)))
+            .collect();
+        let surfaces = vec![None; bodies.len()];
+        Self {
+            world,
+            bodies,
+            surfaces,
+        }
+    }
+
+    /// Appends to `out` the surface of every body whose bounds come within `reach` (m) of
+    /// `points`' bounds.
+    fn near(&mut self, points: &[SimVec3], reach: f64, out: &mut Vec<ObstacleCollider>) {
+        let (lo, hi) = crate::sim::mesh::bounds(points);
+        let (lo, hi) = (lo.add_scalar(-reach), hi.add_scalar(reach));
+        for (k, (h, (blo, bhi))) in self.bodies.iter().enumerate() {
+            if (0..3).any(|d| bhi[d] < lo[d] || blo[d] > hi[d]) {
+                continue;
+            }
+            let world = self.world;
+            let surface = self.surfaces[k].get_or_insert_with(|| world.surface_obstacle(*h).ok());
+            if let Some(surface) = surface {
+                out.push(surface.clone());
+            }
+        }
+    }
 }
 
 /// The cloth of `cloth` at `transform`, stepped by `dt` (s), into `state`: a new size or cell

@@ -12,10 +12,12 @@
 //! | `contact.rs` | the cloth against obstacles: speculative contact planes projected after every global solve, Coulomb friction |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
 //!
-//! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`); the Bevy layer
-//! (`crate::cloth`) steps one per `DeformableCloth` entity among the world's obstacles. What it
-//! is not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own), in contact
-//! with soft bodies or itself, or attached to them. `cargo bench --bench cloth`
+//! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`), and soft bodies one
+//! way, through their surfaces as obstacles ([`crate::sim::SoftWorld::surface_obstacle`]); the
+//! Bevy layer (`crate::cloth`) steps one per `DeformableCloth` entity among the world's
+//! obstacles and the surfaces of the soft bodies near it. What it is not yet: part of a
+//! [`crate::sim::SoftWorld`] (a cloth is stepped on its own, so a soft body does not feel the
+//! cloth on it), in contact with itself, or attached to soft bodies. `cargo bench --bench cloth`
 //! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
 //! 10. The local step runs its triangles in parallel; the solves through the factor, two
 //! triangular solves per iteration on one thread, are about a quarter of the profile, the

@@ -927,7 +927,7 @@ impl ObstacleCollider {
         // take the normal of the feature it projects onto instead.
         let offset = q - p;
         if offset.norm() < 1e-4
-            && let Some(n) = shape.feature_normal_at_point(0, feature, proj.point)
+            && let Some(n) = shape.feature_normal_at_point(proj.subshape, feature, proj.point)
         {
             let n = from_parry(pose.rotation * n).normalize();
             let d = n.dot(&offset);
@@ -1043,6 +1043,17 @@ mod tests {
         let c = mesh.query(Vec3::new(0.5, 0.8, 0.5), 0.0).unwrap();
         assert!((c.depth - 0.2).abs() < 1e-5, "{c:?}");
         assert!(mesh.query(Vec3::new(0.5, 1.3, 0.5), 0.0).is_none());
+        // A point within f32 reach of a face (where the normal is the face's, not the offset's
+        // direction) gets the normal of the face it is on, whichever triangle of the mesh that
+        // is, not the first triangle's (which faces -z here).
+        for (q, n) in [
+            (Vec3::new(1.0 + 3e-5, 0.4, 0.6), Vec3::x()),
+            (Vec3::new(0.3, 1.0 + 3e-5, 0.7), Vec3::y()),
+            (Vec3::new(0.6, 0.5, -3e-5), -Vec3::z()),
+        ] {
+            let c = mesh.query(q, 1e-3).unwrap();
+            assert!((c.normal - n).norm() < 1e-5, "{q}: {c:?}");
+        }
         // A flat height field at y = 0.5 spanning 4 m.
         let hf =
             ObstacleCollider::heightfield(vec![0.5; 9], 3, 3, Vec3::new(4.0, 1.0, 4.0)).unwrap();

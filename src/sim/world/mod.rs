@@ -37,6 +37,7 @@
 //! | `desc.rs` | [`BodyDesc`] and [`SoftWorld::add_body_from`] |
 //! | `drawn.rs` | [`SoftWorld::set_drawn_surface`]: a body that collides with obstacles by the surface it is drawn with |
 //! | `interact.rs` | picking, grabbing and the debug views of a running world |
+//! | `surface_obstacle.rs` | a body's surface now as a triangle-mesh obstacle, for cloth stepped after the world |
 //! | `snapshot.rs` | [`WorldSnapshot`]: [`SoftWorld::snapshot`] and [`SoftWorld::restore`], for rollback and replays |
 
 mod anderson;
@@ -57,6 +58,7 @@ mod sleeping;
 mod snapshot;
 mod solver;
 mod step;
+mod surface_obstacle;
 mod workspace;
 
 use std::sync::Arc;

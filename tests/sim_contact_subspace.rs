@@ -145,8 +145,18 @@ fn same_steps_as_mprgp(qp: Qp) {
 /// recomputed from the new factor (stale ones would solve the old matrix).
 #[test]
 fn a_refactored_body_drops_its_columns() {
-    let (state, bodies) = stack(Qp::Subspace, 40);
-    let (mut subspace, mut mprgp, _) = step_both(&state, &bodies, Qp::Subspace);
+    refactored_bodies_step_the_same(Qp::Subspace);
+}
+
+/// The same localized: the region's block of `A^-1` is formed again from the new factor.
+#[test]
+fn a_refactored_localized_body_keeps_its_region_with_the_new_matrix() {
+    refactored_bodies_step_the_same(Qp::Localized);
+}
+
+fn refactored_bodies_step_the_same(qp: Qp) {
+    let (state, bodies) = stack(qp, 40);
+    let (mut subspace, mut mprgp, _) = step_both(&state, &bodies, qp);
     for _ in 0..3 {
         subspace.step(DT).unwrap();
         mprgp.step(DT).unwrap();

@@ -1,7 +1,8 @@
 //! The cloth's systems: [`step_cloths`] after the soft bodies' step (each cloth built or
 //! rebuilt from its component, its pins moved with its entity, stepped among the world's
-//! obstacles and the surfaces of the soft bodies near it, in the wind), and [`draw_cloths`] before the frame is drawn (the positions into
-//! the entity's mesh, in its frame, with normals).
+//! obstacles and the surfaces of the soft bodies near it, in the wind), and [`draw_cloths`]
+//! before the frame is drawn (the positions into the entity's mesh, in its frame, with
+//! normals).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -53,7 +54,8 @@ pub(crate) fn step_cloths(
     let gravity = to_sim(config.gravity);
     let wind = to_sim(wind.at(time.elapsed_secs()));
     let obstacles = world.world().obstacles();
-    let mut bodies = SurfaceObstacles::of(world.world());
+    // Made when the first cloth steps (a game without cloth pays nothing).
+    let mut bodies: Option<SurfaceObstacles> = None;
     let mut touched: Vec<ObstacleCollider> = Vec::new();
     for (entity, cloth, mut state) in &mut cloths {
         let state = &mut *state;
@@ -83,7 +85,9 @@ pub(crate) fn step_cloths(
         // The soft bodies near it, as their surfaces now (one way: `SoftWorld::surface_obstacle`).
         touched.clear();
         touched.extend_from_slice(obstacles);
-        bodies.near(system.positions(), BODY_REACH, &mut touched);
+        bodies
+            .get_or_insert_with(|| SurfaceObstacles::of(world.world()))
+            .near(system.positions(), BODY_REACH, &mut touched);
         if let Err(e) = system.step_among(gravity, wind, &touched) {
             if state.error.is_none() {
                 warn!("cloth {entity}: {e}");

@@ -256,7 +256,14 @@ impl PdSystem {
         self.refill();
         self.chol.factorize(&self.matrix)?;
         if let Some(prone) = self.prone.take() {
-            self.localize(prone.vertices().to_vec())?;
+            // The factor keeps its order: the region's block of the new `A^-1`.
+            let mut block = Vec::new();
+            self.chol.trailing_inverse(&mut block)?;
+            self.prone = Some(ProneRegion::new(
+                self.free.len(),
+                prone.vertices().to_vec(),
+                block,
+            ));
         }
         Ok(())
     }
@@ -428,18 +435,6 @@ impl PdSystem {
     /// [`crate::sim::sparse::SparseCholesky::solve_correction_in_place`]).
     pub fn solve_correction_in_place(&mut self, x: &mut [Vec3]) {
         self.chol.solve_correction_in_place(x);
-    }
-
-    /// Solves `L x = b` in place through the factor rounded to f32, through the shared factor
-    /// on one thread with caller-owned scratch (see
-    /// [`crate::sim::sparse::SparseCholesky::solve_correction_with`]).
-    pub fn solve_correction_with(
-        &self,
-        x: &mut [Vec3],
-        buffer: &mut Vec<f32>,
-        scratch: &mut crate::sim::sparse::SolveScratch,
-    ) {
-        self.chol.solve_correction_with(x, buffer, scratch);
     }
 
     /// `x = A^-1 f` for forces `f` (N) on the collision-prone region's vertices alone, in its

@@ -62,8 +62,8 @@ pub struct WorldSettings {
     /// Default: true.
     pub contact_subspace: bool,
     /// Bodies with at least this many free vertices solve their contacts *localized* in the
-    /// contact subspace: the vertices contacts touch (with two rings of neighbours, at most
-    /// 2,048) are ordered last in the body's factor, whose trailing block gives `A^-1` over
+    /// contact subspace: the vertices contacts touch (with four rings of surface neighbours, at
+    /// most 2,048) are ordered last in the body's factor, whose trailing block gives `A^-1` over
     /// them, instead of caching whole columns (see `sim::prone`); a contact outside that region
     /// rebuilds it, one refactorization. Needs [`WorldSettings::contact_subspace`].
     /// `usize::MAX` turns it off. Default: [`DEFAULT_LOCALIZED_MIN_VERTICES`].

@@ -219,3 +219,23 @@ fn a_coupled_rigid_box_rests_on_a_soft_slab_and_is_pushed_back() {
         "{impulse:?} against {weight}"
     );
 }
+
+/// The inspector's localized-contact threshold reaches the world (`u32::MAX`: never).
+#[test]
+fn the_localized_contact_threshold_reaches_the_world() {
+    let mut app = app();
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .contact
+        .localized_min_vertices = 1000;
+    app.update();
+    let world = app.world().resource::<DeformableWorld>();
+    assert_eq!(world.world().settings().localized_min_vertices, 1000);
+    app.world_mut()
+        .resource_mut::<DeformableConfig>()
+        .contact
+        .localized_min_vertices = u32::MAX;
+    app.update();
+    let world = app.world().resource::<DeformableWorld>();
+    assert_eq!(world.world().settings().localized_min_vertices, usize::MAX);
+}

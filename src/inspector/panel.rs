@@ -491,6 +491,11 @@ fn contact_settings(ui: &mut egui::Ui, c: &mut ContactSettings) {
             ui.selectable_value(&mut c.friction_model, FrictionModel::Pyramid, "Pyramid");
         });
     ui.checkbox(&mut c.subspace, "contact QP in the contact subspace");
+    ui.add(
+        egui::Slider::new(&mut c.localized_min_vertices, 1024..=u32::MAX)
+            .logarithmic(true)
+            .text("localized contact from (vertices)"),
+    );
     ui.checkbox(&mut c.separate_regions, "LCP by contact region");
     ui.checkbox(&mut c.soft_contacts, "soft-soft contacts");
     ui.checkbox(&mut c.self_collision, "self-collision");

@@ -96,6 +96,10 @@ pub struct ContactSettings {
     /// Solve contact QPs exactly in the contact subspace where the bodies' cached `A^-1`
     /// columns allow (see [`WorldSettings::contact_subspace`]), else by MPRGP. Default: true.
     pub subspace: bool,
+    /// Bodies with at least this many free vertices solve their contacts on their contact
+    /// region alone (see [`WorldSettings::localized_min_vertices`]); `u32::MAX` never.
+    /// Default: 16,384.
+    pub localized_min_vertices: u32,
     /// Relative tolerance of the MPRGP contact solves (relative to the force that moves the
     /// bodies from their inertial prediction). Default: 1e-3.
     pub mprgp_tolerance: f32,
@@ -215,6 +219,7 @@ impl Default for ContactSettings {
         Self {
             margin: w.contact_margin as f32,
             subspace: w.contact_subspace,
+            localized_min_vertices: u32::try_from(w.localized_min_vertices).unwrap_or(u32::MAX),
             mprgp_tolerance: w.mprgp.tolerance as f32,
             mprgp_max_iterations: w.mprgp.max_iterations as u32,
             max_depenetration_speed: w.max_depenetration_speed as f32,
@@ -289,6 +294,10 @@ impl DeformableConfig {
         };
         settings.anderson_window = (solver.anderson_window as usize).min(sim::MAX_ANDERSON_WINDOW);
         settings.contact_subspace = contact.subspace;
+        settings.localized_min_vertices = match contact.localized_min_vertices {
+            u32::MAX => usize::MAX,
+            n => n as usize,
+        };
         settings.mprgp.tolerance = or_default(contact.mprgp_tolerance, d.mprgp.tolerance);
         settings.mprgp.max_iterations = (contact.mprgp_max_iterations as usize).max(1);
         settings.contact_margin = non_negative(contact.margin, d.contact_margin);

@@ -168,13 +168,14 @@ impl Default for WorldSettings {
 }
 
 /// The default of [`WorldSettings::localized_min_vertices`]. Measured with `cargo bench
-/// --bench localized` (one run, both paths alternated per scene): a 39,304-vertex cube pinned
-/// at its base with a ball pressed into its top steps 1.6x faster localized (187 against 297
-/// ms per step), and its iterations reach the 1e-3 tolerance (residual 8.5e-4 in 4
-/// iterations) where MPRGP over the whole body stops at 2.7e-2 after 10; a 10,648-vertex cube
-/// is as fast either way pressed (its few contact vertices' columns fit the cache) and 0.83x
-/// landing on its 484-vertex face (a fifth more fill in the reordered factor, and a second
-/// solve's backward half per iteration, against MPRGP's few iterations).
+/// --bench localized` (one run, each scene stepped both ways one after the other; the table
+/// in docs/PERFORMANCE.md): a 39,304-vertex cube pinned at its base with a ball pressed into
+/// its top steps 1.5x faster localized (203 against 305 ms per step), and its iterations reach
+/// the 1e-3 tolerance (residual 8.5e-4 in 4 iterations) where MPRGP over the whole body stops
+/// at 2.7e-2 after 10; a 10,648-vertex cube is as fast either way pressed (its few contact
+/// vertices' columns fit the cache) and 0.78x landing on its 484-vertex face (a fifth more
+/// fill in the reordered factor, and a second solve's backward half per iteration, against
+/// MPRGP's few iterations).
 pub const DEFAULT_LOCALIZED_MIN_VERTICES: usize = 16_384;
 
 /// The default relative tolerance of the contact QPs ([`WorldSettings::mprgp`]), a cap: with

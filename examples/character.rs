@@ -1,7 +1,9 @@
 //! A skinned glTF creature walks in a loop, hopping: its belly and tail are soft flesh on its
 //! skeleton. They lag, jiggle, squash on the floor at every landing, and bump into a jelly cube,
 //! a rubber ball, a hard pillar and a hard ball on the way. The rest of the creature (head,
-//! back) stays skinned by Bevy.
+//! back) stays skinned by Bevy. It wears a cotton cape: a cloth pinned at the collar to its
+//! chest joint, draped over a collider shaped like its shoulders that rides on the same joint,
+//! flapping as it hops.
 //!
 //! ```text
 //! cargo run --release --example character
@@ -14,6 +16,8 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "common/creature.rs"]
+mod creature;
 
 use bevy::camera::primitives::MeshAabb;
 use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
@@ -51,7 +55,7 @@ fn main() {
     )
     .insert_resource(Model(model))
     .add_systems(Startup, setup)
-    .add_systems(Update, soften)
+    .add_systems(Update, (soften, dress))
     .run();
 }
 
@@ -198,4 +202,72 @@ fn soften(mut commands: Commands, model: Res<Model>, skinned: Query<Entity, Adde
         };
         commands.entity(entity).insert(skin);
     }
+}
+
+/// Gives the bundled creature its cape when its skeleton appears: a collider shaped like the
+/// top of its shoulders on the chest joint (above its flanks, clear of the soft belly and tail,
+/// which the cape meets as soft bodies), and, once the walk has moved the skeleton off its
+/// bind pose, the cape on the chest joint, pinned at the collar (a cloth built at the bind pose
+/// would be dragged across the scene by its pins at the first posed frame). The cape ends where
+/// the tail's flesh begins: a cloth lies on a soft body's cage, which stands up to a cell
+/// proud of the drawn skin. A model from the command line gets none (its shape is unknown).
+fn dress(
+    mut commands: Commands,
+    model: Res<Model>,
+    joints: Query<(Entity, &Name), Added<Name>>,
+    transforms: TransformHelper,
+    mut chest: Local<Option<(Entity, Vec3)>>,
+    mut materials: ResMut<Assets<StandardMaterial>>,
+) {
+    if model.0.is_some() {
+        return;
+    }
+    for (entity, name) in &joints {
+        if name.as_str() != "chest" {
+            continue;
+        }
+        let Some(at) = creature::joints()
+            .iter()
+            .find(|j| j.name == "chest")
+            .map(|j| j.bind)
+        else {
+            continue;
+        };
+        // The back from x = -0.04 to 0.3 m, over its top from 0.2 rad above the flanks, 12 mm
+        // out so the cape clears the drawn skin.
+        let hull = creature::back_hull(-0.04, 0.3, -0.2, 0.012, at);
+        commands.entity(entity).with_child((
+            Name::new("shoulders collider"),
+            Obstacle::convex_hull(hull).with_friction(0.6),
+            Transform::default(),
+        ));
+        *chest = Some((entity, at));
+    }
+    let Some((entity, at)) = *chest else {
+        return;
+    };
+    let posed = transforms
+        .compute_global_transform(entity)
+        .is_ok_and(|t| t.translation().distance(at) > 0.01);
+    if !posed {
+        return;
+    }
+    *chest = None;
+    // A 0.24 x 0.8 m cape over the shoulders from x = 0.12 to -0.12, pinned within 5 cm of
+    // the collar at x = 0.06 (its rectangle's local x runs forward, z across).
+    commands.entity(entity).with_child((
+        Name::new("cape"),
+        DeformableCloth::rectangle(Vec2::new(0.24, 0.8), UVec2::new(8, 24))
+            .with_preset(ClothPreset::Cotton)
+            .pin_selection(VertexSelection::in_sphere(Vec3::new(0.06, 0.0, 0.0), 0.05)),
+        MeshMaterial3d(materials.add(StandardMaterial {
+            base_color: Color::srgb(0.65, 0.1, 0.15),
+            perceptual_roughness: 0.85,
+            reflectance: 0.2,
+            double_sided: true,
+            cull_mode: None,
+            ..default()
+        })),
+        Transform::from_translation(Vec3::new(0.0, 0.67, 0.0) - at),
+    ));
 }

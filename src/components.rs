@@ -357,6 +357,15 @@ impl Obstacle {
         })
     }
 
+    /// The convex hull of `points` (m, the entity's frame): a collider that follows a shape
+    /// closely (a character's back under its cape, a rock). Fewer than four points in general
+    /// position are refused ([`ObstacleStatus::rejected`] says why).
+    pub fn convex_hull(points: impl IntoIterator<Item = Vec3>) -> Self {
+        Self::new(sim::ObstacleShape::ConvexHull {
+            points: points.into_iter().map(crate::convert::to_sim).collect(),
+        })
+    }
+
     /// Builder: friction coefficient.
     pub fn with_friction(mut self, friction: f32) -> Self {
         self.friction = friction;

@@ -1,7 +1,9 @@
 //! [`VertexSelection`]: vertices of a body chosen by where they lie in its rest shape, for
-//! [`Pin`](crate::components::Pin) and [`Attachment`](crate::components::Attachment), so that a
-//! game pins "the top face" or "the 8 vertices nearest the handle" without knowing the tet
-//! mesh's vertex numbering.
+//! [`Pin`](crate::components::Pin), [`Attachment`](crate::components::Attachment) and a
+//! [`DeformableCloth`](crate::cloth::DeformableCloth)'s pins, so that a game pins "the top
+//! face", "the 8 vertices nearest the handle" or "the collar of a cape" without knowing the
+//! mesh's vertex numbering. A cloth's selection is resolved against its rectangle in the
+//! cloth entity's frame, when the cloth is built.
 //!
 //! A selection is resolved once, against the body's rest mesh in its local frame (the mesh as
 //! built or loaded, before the spawn `Transform`'s scale), when the plugin creates the body
@@ -70,9 +72,9 @@ impl VertexSelection {
         Self::Nearest { point, count }
     }
 
-    /// The selected vertices of `mesh`, in ascending index order (empty if none match).
-    pub(crate) fn resolve(&self, mesh: &sim::TetMesh) -> Vec<u32> {
-        let rest = mesh.rest_positions();
+    /// The selected vertices among `rest` (m, the local rest frame), in ascending index order
+    /// (empty if none match).
+    pub(crate) fn resolve_in(&self, rest: &[sim::Vec3]) -> Vec<u32> {
         let local = |v: usize| {
             let p = rest[v];
             Vec3::new(p.x as f32, p.y as f32, p.z as f32)
@@ -116,13 +118,25 @@ pub(crate) fn resolve_vertices(
     selections: &[VertexSelection],
     mesh: &sim::TetMesh,
 ) -> Result<Vec<u32>, VertexSelection> {
+    resolve_vertices_in(explicit, selections, mesh.rest_positions())
+}
+
+/// As [`resolve_vertices`], among the rest positions `rest` (m) of any mesh (a cloth's).
+///
+/// # Errors
+/// The first selection that matches no vertex.
+pub(crate) fn resolve_vertices_in(
+    explicit: &[u32],
+    selections: &[VertexSelection],
+    rest: &[sim::Vec3],
+) -> Result<Vec<u32>, VertexSelection> {
     let mut vertices = explicit.to_vec();
     if selections.is_empty() {
         return Ok(vertices);
     }
     let mut added = Vec::new();
     for selection in selections {
-        let selected = selection.resolve(mesh);
+        let selected = selection.resolve_in(rest);
         if selected.is_empty() {
             return Err(selection.clone());
         }
@@ -160,12 +174,15 @@ mod tests {
         let mesh = cube();
         assert_eq!(mesh.vertex_count(), 27);
         let top = VertexSelection::in_box(Vec3::new(-1.0, 0.499, -1.0), Vec3::splat(1.0));
-        let selected = top.resolve(&mesh);
+        let selected = top.resolve_in(mesh.rest_positions());
         assert_eq!(selected.len(), 9);
         assert_eq!(selected, where_(&mesh, |p| near(p.y, 0.5)));
         // Bounds are included: a flat box through the middle layer.
         let middle = VertexSelection::in_box(Vec3::new(-0.5, 0.0, -0.5), Vec3::new(0.5, 0.0, 0.5));
-        assert_eq!(middle.resolve(&mesh), where_(&mesh, |p| near(p.y, 0.0)));
+        assert_eq!(
+            middle.resolve_in(mesh.rest_positions()),
+            where_(&mesh, |p| near(p.y, 0.0))
+        );
     }
 
     #[test]
@@ -173,7 +190,7 @@ mod tests {
         let mesh = cube();
         // The corner and its three lattice neighbours (0.5 m away); the next are 0.71 m away.
         let selection = VertexSelection::in_sphere(Vec3::splat(0.5), 0.6);
-        let selected = selection.resolve(&mesh);
+        let selected = selection.resolve_in(mesh.rest_positions());
         assert_eq!(selected.len(), 4);
         assert_eq!(
             selected,
@@ -188,7 +205,8 @@ mod tests {
     #[test]
     fn nearest_selects_the_closest_vertices_and_at_most_all() {
         let mesh = cube();
-        let corner = VertexSelection::nearest(Vec3::splat(0.5), 1).resolve(&mesh);
+        let corner =
+            VertexSelection::nearest(Vec3::splat(0.5), 1).resolve_in(mesh.rest_positions());
         assert_eq!(
             corner,
             where_(&mesh, |p| near(p.x, 0.5)
@@ -197,12 +215,12 @@ mod tests {
         );
         // Four nearest: the same as the sphere's four.
         assert_eq!(
-            VertexSelection::nearest(Vec3::splat(0.5), 4).resolve(&mesh),
-            VertexSelection::in_sphere(Vec3::splat(0.5), 0.6).resolve(&mesh)
+            VertexSelection::nearest(Vec3::splat(0.5), 4).resolve_in(mesh.rest_positions()),
+            VertexSelection::in_sphere(Vec3::splat(0.5), 0.6).resolve_in(mesh.rest_positions())
         );
         // Ties go to the lower index: the cube's centre, then of the six face centres (all
         // 0.5 m from it) the two of lowest index.
-        let ties = VertexSelection::nearest(Vec3::ZERO, 3).resolve(&mesh);
+        let ties = VertexSelection::nearest(Vec3::ZERO, 3).resolve_in(mesh.rest_positions());
         let centre = where_(&mesh, |p| p.norm() < 1e-12);
         let faces = where_(&mesh, |p| near(p.norm(), 0.5));
         assert_eq!(ties, {
@@ -211,7 +229,7 @@ mod tests {
             v
         });
         assert_eq!(
-            VertexSelection::nearest(Vec3::ZERO, 100).resolve(&mesh),
+            VertexSelection::nearest(Vec3::ZERO, 100).resolve_in(mesh.rest_positions()),
             (0..27).collect::<Vec<u32>>()
         );
     }
@@ -220,7 +238,7 @@ mod tests {
     fn explicit_indices_keep_their_order_and_selections_add_the_rest() {
         let mesh = cube();
         let top = VertexSelection::in_box(Vec3::new(-1.0, 0.499, -1.0), Vec3::splat(1.0));
-        let top_vertices = top.resolve(&mesh);
+        let top_vertices = top.resolve_in(mesh.rest_positions());
         let explicit = [top_vertices[3], 0];
         let resolved = resolve_vertices(&explicit, std::slice::from_ref(&top), &mesh).unwrap();
         let mut expected = explicit.to_vec();
@@ -237,7 +255,7 @@ mod tests {
     fn a_selection_that_matches_nothing_is_an_error() {
         let mesh = cube();
         let outside = VertexSelection::in_box(Vec3::splat(2.0), Vec3::splat(3.0));
-        assert!(outside.resolve(&mesh).is_empty());
+        assert!(outside.resolve_in(mesh.rest_positions()).is_empty());
         assert_eq!(
             resolve_vertices(&[], std::slice::from_ref(&outside), &mesh),
             Err(outside.clone())

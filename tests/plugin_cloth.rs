@@ -275,3 +275,54 @@ fn a_cloth_parented_to_a_moving_entity_carries_its_pins_with_it() {
         "{corner:?}"
     );
 }
+
+/// Pins chosen by where they lie on the rectangle (a cape's collar, a banner's top corners):
+/// exactly the vertices the selection holds stay put, the rest fall; a selection that matches
+/// no vertex refuses the cloth with a typed error naming it.
+#[test]
+fn pins_selected_on_the_rectangle_hold_exactly_those_vertices() {
+    let mut app = app();
+    // A 1 m square of 4 x 4 cells (0.25 m), held within 0.3 m of the middle of its z = -0.5
+    // edge: the three middle vertices of that edge (the corners are 0.5 m away, the next row's
+    // middle vertex 0.25 m away: four in all).
+    let cloth = DeformableCloth::rectangle(Vec2::ONE, UVec2::new(4, 4))
+        .pin_selection(VertexSelection::in_sphere(Vec3::new(0.0, 0.0, -0.5), 0.3));
+    let held: Vec<u32> = vec![
+        cloth.vertex(1, 0),
+        cloth.vertex(2, 0),
+        cloth.vertex(3, 0),
+        cloth.vertex(2, 1),
+    ];
+    let e = app
+        .world_mut()
+        .spawn((cloth.clone(), Transform::from_xyz(0.0, 2.0, 0.0)))
+        .id();
+    let empty = app
+        .world_mut()
+        .spawn(
+            cloth
+                .clone()
+                .pin_selection(VertexSelection::in_box(Vec3::splat(2.0), Vec3::splat(3.0))),
+        )
+        .id();
+    for _ in 0..60 {
+        app.update();
+    }
+    let x = cloth_positions(&app, e);
+    let rest = sim::cloth::ClothMesh::rectangle(1.0, 1.0, 4, 4).unwrap();
+    for (v, p) in x.iter().enumerate() {
+        let at = rest.rest_positions()[v] + sim::Vec3::new(0.0, 2.0, 0.0);
+        let still = (p - at).norm() < 1e-9;
+        assert_eq!(still, held.contains(&(v as u32)), "vertex {v} at {p:?}");
+    }
+    let state = app.world().get::<ClothState>(empty).unwrap();
+    assert!(
+        matches!(
+            state.error(),
+            Some(sim::cloth::ClothError::EmptyPinSelection { index: 1 })
+        ),
+        "{:?}",
+        state.error()
+    );
+    assert!(state.positions().is_none());
+}

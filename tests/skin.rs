@@ -491,3 +491,246 @@ fn walking_flesh_rolled_back_replays_bit_for_bit() {
         );
     }
 }
+
+/// The shoulders collider of the `character` example's cape: the back from x = -0.04 to
+/// 0.3 m over its top from 0.2 rad above the flanks, 12 mm out, in the chest joint's frame.
+fn shoulders() -> Vec<Vec3> {
+    creature::back_hull(-0.04, 0.3, -0.2, 0.012, creature::joints()[2].bind)
+}
+
+/// Dresses the creature as the `character` example does: the shoulders collider on the chest
+/// joint, and a cotton cape on the same joint pinned at the collar. Returns the cape.
+fn dress(app: &mut App, c: &Creature) -> Entity {
+    let chest = creature::joints()[2].bind;
+    app.world_mut().spawn((
+        Obstacle::convex_hull(shoulders()).with_friction(0.6),
+        Transform::default(),
+        ChildOf(c.joints[2]),
+    ));
+    app.world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::new(0.24, 0.8), UVec2::new(8, 24))
+                .with_preset(ClothPreset::Cotton)
+                .pin_selection(VertexSelection::in_sphere(Vec3::new(0.06, 0.0, 0.0), 0.05)),
+            Transform::from_translation(Vec3::new(0.0, 0.67, 0.0) - chest),
+            ChildOf(c.joints[2]),
+        ))
+        .id()
+}
+
+/// The creature with its soft belly and tail, under gravity on a floor, posed at the start of
+/// its walk.
+fn creature_on_a_floor() -> (App, Creature) {
+    let mut app = app(Vec3::new(0.0, -9.81, 0.0));
+    app.world_mut()
+        .spawn((Obstacle::halfspace(Vec3::Y), Transform::default()));
+    let c = spawn_creature(&mut app, SoftSkin::new(belly_and_tail()));
+    pose_at(&mut app, &c, 0.0);
+    app.update();
+    (app, c)
+}
+
+/// A cape pinned to the chest joint of the walking, hopping creature (3 s: a 1.8 m circle at
+/// 1.4 m/s, hops of 10 cm twice a second): its collar stays on the joint, it stays on the
+/// shoulders (no vertex left behind or fallen off) and no vertex passes 1 mm into the
+/// shoulders' collider (which parry's `f32` hull projection let it do by 7 mm).
+#[test]
+fn a_cape_pinned_to_a_joint_rides_on_the_walking_creature() {
+    let (mut app, c) = creature_on_a_floor();
+    let cape = dress(&mut app, &c);
+    let collider = bevy_deformable::sim::ObstacleCollider::convex_hull(
+        shoulders()
+            .iter()
+            .map(|p| bevy_deformable::sim::Vec3::new(p.x as f64, p.y as f64, p.z as f64))
+            .collect(),
+    )
+    .expect("a valid hull");
+    let mesh = bevy_deformable::sim::cloth::ClothMesh::rectangle(0.24, 0.8, 8, 24).unwrap();
+    let offset = Vec3::new(0.0, 0.67, 0.0) - creature::joints()[2].bind;
+    let collar = offset + Vec3::new(0.06, 0.0, 0.0);
+    let (mut pin_drift, mut deepest, mut farthest, mut lowest_mean) =
+        (0.0f32, 0.0f64, 0.0f32, f32::INFINITY);
+    let mut pinned = 0;
+    for step in 0..192 {
+        pose_at(&mut app, &c, step as f32 * STEP);
+        app.update();
+        let chest = *app.world().get::<GlobalTransform>(c.joints[2]).unwrap();
+        let to_chest = chest.affine().inverse();
+        let state = app.world().get::<ClothState>(cape).unwrap();
+        assert!(state.error().is_none(), "{:?}", state.error());
+        let x = state.positions().expect("the cape is built");
+        let local: Vec<Vec3> = x
+            .iter()
+            .map(|p| to_chest.transform_point3(Vec3::new(p.x as f32, p.y as f32, p.z as f32)))
+            .collect();
+        pinned = 0;
+        for (v, rest) in mesh.rest_positions().iter().enumerate() {
+            let rest = Vec3::new(rest.x as f32, rest.y as f32, rest.z as f32);
+            if rest.distance(Vec3::new(0.06, 0.0, 0.0)) <= 0.05 {
+                pin_drift = pin_drift.max(local[v].distance(rest + offset));
+                pinned += 1;
+            }
+        }
+        for p in &local {
+            farthest = farthest.max(p.distance(collar));
+            let q = bevy_deformable::sim::Vec3::new(p.x as f64, p.y as f64, p.z as f64);
+            if let Some(contact) = collider.query(q, 0.0) {
+                deepest = deepest.max(contact.depth);
+            }
+        }
+        let mean_height = local.iter().map(|p| p.y).sum::<f32>() / local.len() as f32;
+        if step >= 64 {
+            lowest_mean = lowest_mean.min(mean_height);
+        }
+    }
+    eprintln!(
+        "{pinned} pins drift {pin_drift} m; deepest {deepest} m in the collider; farthest {farthest} m from the collar; lowest mean height {lowest_mean} m"
+    );
+    assert!(pinned >= 3, "{pinned} pins");
+    assert!(
+        pin_drift < 1e-3,
+        "the collar drifted {pin_drift} m off the joint"
+    );
+    assert!(deepest < 1e-3, "a vertex {deepest} m inside the shoulders");
+    // The rectangle's farthest point from the collar is 0.44 m away, 0.48 m at the strain
+    // limit.
+    assert!(farthest < 0.5, "a vertex {farthest} m from the collar");
+    assert!(
+        lowest_mean > 0.15,
+        "the cape slid down to {lowest_mean} m above the chest"
+    );
+}
+
+/// Body `h`'s vertices now, in the frame `to_frame` maps to.
+fn body_points(
+    app: &App,
+    h: bevy_deformable::sim::BodyHandle,
+    to_frame: &bevy::math::Affine3A,
+) -> Vec<Vec3> {
+    app.world()
+        .resource::<DeformableWorld>()
+        .world()
+        .positions(h)
+        .unwrap()
+        .iter()
+        .map(|p| to_frame.transform_point3(Vec3::new(p.x as f32, p.y as f32, p.z as f32)))
+        .collect()
+}
+
+/// The skin as the engine draws it now, as a triangle-mesh collider in the frame `to_frame`
+/// maps to (the creature's mesh, its cone tips' triangles of no area left out).
+fn drawn_skin(
+    app: &App,
+    c: &Creature,
+    to_frame: &bevy::math::Affine3A,
+) -> bevy_deformable::sim::ObstacleCollider {
+    let at: Vec<bevy_deformable::sim::Vec3> = written(app, c)
+        .iter()
+        .enumerate()
+        .map(|(v, p)| {
+            let p = to_frame.transform_point3(skinned(app, c, v, *p));
+            bevy_deformable::sim::Vec3::new(p.x as f64, p.y as f64, p.z as f64)
+        })
+        .collect();
+    let mesh = creature::mesh();
+    let Some(bevy::mesh::Indices::U32(indices)) = mesh.indices() else {
+        panic!("u32 indices");
+    };
+    let triangles: Vec<[u32; 3]> = indices
+        .chunks(3)
+        .map(|t| [t[0], t[1], t[2]])
+        .filter(|t| {
+            let [a, b, c] = t.map(|v| at[v as usize]);
+            (b - a).cross(&(c - a)).norm() > 1e-12
+        })
+        .collect();
+    bevy_deformable::sim::ObstacleCollider::trimesh(at, triangles).expect("a valid skin")
+}
+
+/// A small jelly cube dropped onto the standing creature's tail lands on the drawn skin, not
+/// on the tail flesh's cage, whose top stands about 13 cm higher there: other bodies meet a
+/// skinned region by its drawn skin. Nothing of the cube goes more than 3 mm into the skin,
+/// and it stays on the tail (where the flesh met others by its cage, this cube fell through
+/// the tail to the floor).
+#[test]
+fn a_body_dropped_on_the_tail_lands_on_the_drawn_skin_not_the_cage() {
+    let (mut app, c) = creature_on_a_floor();
+    app.update();
+    let root = *app.world().get::<GlobalTransform>(c.joints[0]).unwrap();
+    let to_creature = root.affine().inverse();
+    // The drawn skin's top over x = -0.55 m (creature frame), and the tail cage's.
+    let drawn_top = written(&app, &c)
+        .iter()
+        .enumerate()
+        .map(|(v, p)| to_creature.transform_point3(skinned(&app, &c, v, *p)))
+        .filter(|p| (p.x + 0.55).abs() < 0.03 && p.z.abs() < 0.03)
+        .map(|p| p.y)
+        .fold(f32::MIN, f32::max);
+    let tail = ready(&app, &c)[1];
+    let h = app.world().get::<DeformableHandle>(tail).unwrap().handle();
+    let cage_top = body_points(&app, h, &to_creature)
+        .into_iter()
+        .filter(|p| (p.x + 0.55).abs() < 0.1 && p.z.abs() < 0.1)
+        .map(|p| p.y)
+        .fold(f32::MIN, f32::max);
+    assert!(
+        cage_top > drawn_top + 0.1,
+        "cage top {cage_top}, skin {drawn_top}"
+    );
+    let cube = app
+        .world_mut()
+        .spawn((
+            DeformableBody::cuboid(Vec3::splat(0.03), 3).expect("valid size"),
+            SoftMaterial::JELLY,
+            Transform::from_translation(root.transform_point(Vec3::new(
+                -0.55,
+                cage_top + 0.05,
+                0.0,
+            ))),
+        ))
+        .id();
+    // Per step: the cube's lowest point, and the deepest of its vertices inside the drawn skin
+    // now (the soft tail sags under it).
+    let (mut lowest, mut clearance, mut centre_y) = (f32::MAX, f32::MAX, 0.0);
+    for _ in 0..48 {
+        pose_at(&mut app, &c, 0.0);
+        app.update();
+        let Some(h) = app
+            .world()
+            .get::<DeformableHandle>(cube)
+            .map(|h| h.handle())
+        else {
+            continue;
+        };
+        let points = body_points(&app, h, &to_creature);
+        let centre = points.iter().sum::<Vec3>() / points.len() as f32;
+        let bottom = points.iter().map(|p| p.y).fold(f32::MAX, f32::min);
+        centre_y = centre.y;
+        let skin = drawn_skin(&app, &c, &to_creature);
+        let deepest = points
+            .iter()
+            .filter_map(|p| {
+                let q = bevy_deformable::sim::Vec3::new(p.x as f64, p.y as f64, p.z as f64);
+                skin.query(q, 0.0).map(|c| c.depth as f32)
+            })
+            .fold(0.0f32, f32::max);
+        lowest = lowest.min(bottom);
+        clearance = clearance.min(-deepest);
+    }
+    eprintln!(
+        "skin top {drawn_top} at rest, cage top {cage_top}; the cube's lowest {lowest}, its least clearance over the skin {clearance}"
+    );
+    assert!(
+        lowest < cage_top - 0.1,
+        "the cube stopped at {lowest}, on the cage (top {cage_top})"
+    );
+    assert!(
+        clearance > -3e-3,
+        "the cube went {clearance} m into the drawn skin"
+    );
+    // Still on the tail at the end (its centre 3 cm above its bottom), not through it.
+    assert!(
+        centre_y > drawn_top - 0.03,
+        "the cube's centre ended at {centre_y}, under the tail's top ({drawn_top})"
+    );
+}

@@ -176,6 +176,31 @@ fn surface_point(x: f32, theta: f32) -> Vec3 {
     Vec3::new(x, centre_height(x) + h * s, half_width * c)
 }
 
+/// Points whose convex hull is the creature's upper body between `from` and `to` along x
+/// (m), from `below` radians under its flanks (negative: above them) over the back, pushed
+/// `out` (m) from the spine, its two ends chamfered:
+/// a collider for what lies on its back (a cape), in the frame of the joint bound at
+/// `joint` (the joints are only translated in the bind pose).
+pub fn back_hull(from: f32, to: f32, below: f32, out: f32, joint: Vec3) -> Vec<Vec3> {
+    const ALONG: usize = 8;
+    const AROUND: usize = 12;
+    let mut points = Vec::with_capacity((ALONG + 1) * (AROUND + 1));
+    for i in 0..=ALONG {
+        let x = from + (to - from) * i as f32 / ALONG as f32;
+        let spine = Vec3::new(x, centre_height(x), 0.0);
+        // The end rings drawn a third of the way in: chamfered ends, over which a cloth slides
+        // instead of catching on a right-angled edge.
+        let end = if i == 0 || i == ALONG { 2.0 / 3.0 } else { 1.0 };
+        for k in 0..=AROUND {
+            let theta = -below + (PI + 2.0 * below) * k as f32 / AROUND as f32;
+            let p = surface_point(x, theta);
+            let radial = (p - spine).normalize_or_zero();
+            points.push(spine + end * (p - spine + out * radial) - joint);
+        }
+    }
+    points
+}
+
 /// Skin weights of a surface point: the two spine joints around it along x, and the belly joint
 /// under the torso.
 fn skin_weights(x: f32, theta: f32) -> ([u16; 4], [f32; 4]) {

@@ -10,6 +10,7 @@ use bevy::math::{UVec2, Vec2, Vec3};
 use bevy::prelude::{ReflectComponent, ReflectDefault, ReflectResource, Transform};
 use bevy::reflect::Reflect;
 
+use crate::selection::VertexSelection;
 use crate::sim::cloth::{ClothError, ClothMaterial, ClothSystem};
 
 /// A rectangle of cloth simulated by the plugin: `size` (m) along its entity's local x and z
@@ -52,6 +53,11 @@ pub struct DeformableCloth {
     /// Vertices held in place (vertex `i + j (cells.x + 1)` is at column `i` along x, row `j`
     /// along z, from the corner at `-size / 2`).
     pub pinned: Vec<u32>,
+    /// Further vertices held in place, chosen by where they lie on the rectangle (m, the
+    /// entity's frame: the rectangle spans `-size / 2..size / 2` in x and z at `y = 0`).
+    /// A selection that matches no vertex refuses the cloth
+    /// ([`ClothError::EmptyPinSelection`](crate::sim::cloth::ClothError::EmptyPinSelection)).
+    pub pin_select: Vec<VertexSelection>,
     /// Local/global iterations per step (at least 1). Default: 10.
     pub iterations: u32,
 }
@@ -64,6 +70,7 @@ impl DeformableCloth {
             cells,
             preset: ClothPreset::Cotton,
             pinned: Vec::new(),
+            pin_select: Vec::new(),
             iterations: 10,
         }
     }
@@ -101,6 +108,14 @@ impl DeformableCloth {
             ClothEdge::MaxZ => [self.vertex(0, cz), self.vertex(cx, cz)],
         };
         self.pin_vertices(corners)
+    }
+
+    /// Builder: pins the vertices `selection` chooses on the rectangle (m, the entity's
+    /// frame, `y = 0`): `VertexSelection::in_sphere(Vec3::new(0.0, 0.0, -0.3), 0.12)` holds
+    /// the vertices within 12 cm of the middle of the edge at `z = -0.3`, a cape's collar.
+    pub fn pin_selection(mut self, selection: VertexSelection) -> Self {
+        self.pin_select.push(selection);
+        self
     }
 
     /// Builder: pins `vertices` (those already pinned stay pinned).

@@ -12,9 +12,12 @@
 //! The mesh is drawn blended between the last two steps, as the bodies are
 //! (`DeformableConfig::interpolate`).
 //!
-//! Not yet: contact with soft bodies or between cloths, self-collision, and attachments to
-//! other entities than the cloth's own (pins follow the cloth entity's transform; parent the
-//! entity to what it hangs from).
+//! Pins follow the cloth entity's transform: parent the entity to what it hangs from (a pole, a
+//! hand, a skeleton joint: the `character` example's cape hangs from its creature's chest
+//! joint). Soft bodies near a cloth are among its obstacles one way (their surfaces as they
+//! are after their step; a skinned soft region's surface is its cage, up to a cell proud of the
+//! drawn skin). Not yet: cloths touching each other, self-collision, and attachments to a soft
+//! body's vertices.
 
 mod components;
 mod systems;

@@ -22,6 +22,7 @@ use crate::diagnostics::DeformableDiagnostics;
 use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, StepSchedule};
 use crate::render;
+use crate::selection::resolve_vertices_in;
 use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
 use crate::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3 as SimVec3};
 
@@ -167,8 +168,16 @@ fn build(
         system.positions_mut().copy_from_slice(old.positions());
         system.velocities_mut().copy_from_slice(old.velocities());
     }
-    let mut pins_local = Vec::with_capacity(cloth.pinned.len());
-    for &v in &cloth.pinned {
+    let pinned = resolve_vertices_in(&cloth.pinned, &cloth.pin_select, local.rest_positions())
+        .map_err(|empty| ClothError::EmptyPinSelection {
+            index: cloth
+                .pin_select
+                .iter()
+                .position(|s| *s == empty)
+                .unwrap_or_default(),
+        })?;
+    let mut pins_local = Vec::with_capacity(pinned.len());
+    for &v in &pinned {
         let at = local.rest_positions().get(v as usize).map(to_bevy).ok_or(
             ClothError::PinOutOfRange {
                 vertex: v as usize,

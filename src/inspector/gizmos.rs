@@ -1,4 +1,6 @@
-//! Debug drawing with gizmos: what the solver sees, at the last fixed step's positions.
+//! Debug drawing with gizmos: what the solver sees, at the last fixed step's positions, for
+//! the soft bodies and the cloths (a cloth's triangle edges with the surfaces, its pinned
+//! vertices with the pins, its contact planes' normals with the contacts).
 
 use bevy::color::Color;
 use bevy::ecs::query::With;
@@ -7,8 +9,9 @@ use bevy::math::Isometry3d;
 use bevy::math::bounding::Aabb3d;
 use bevy::prelude::{Entity, Local, Query, Res, Transform};
 
-use super::InspectorState;
+use super::{DebugDraw, InspectorState};
 use crate::DeformableWorld;
+use crate::cloth::ClothState;
 use crate::components::DeformableBody;
 use crate::convert::to_bevy;
 use crate::grab::GrabTool;
@@ -26,6 +29,7 @@ pub(super) fn draw_debug(
     world: Res<DeformableWorld>,
     grab: Res<GrabTool>,
     bodies: Query<Entity, With<DeformableBody>>,
+    cloths: Query<&ClothState>,
     mut gizmos: Gizmos,
     mut boxes: Local<Vec<[sim::Vec3; 2]>>,
 ) {
@@ -110,11 +114,46 @@ pub(super) fn draw_debug(
             }
         }
     }
+    for cloth in &cloths {
+        draw_cloth(cloth, &d, &mut gizmos);
+    }
     if let Some(held) = grab.held
         && let Some(point) = held.position(&world)
     {
         let color = Color::srgb(1.0, 0.9, 0.1);
         gizmos.line(point, held.target, color);
         gizmos.sphere(Isometry3d::from_translation(held.target), 0.02, color);
+    }
+}
+
+/// One cloth's gizmos, at its last step's positions: its triangles' edges with
+/// [`DebugDraw::surface`], its pinned vertices with [`DebugDraw::pins`] and its contact planes
+/// (the obstacle's point and normal) with [`DebugDraw::contacts`].
+fn draw_cloth(state: &ClothState, d: &DebugDraw, gizmos: &mut Gizmos) {
+    let Some(system) = state.system.as_ref() else {
+        return;
+    };
+    let x = system.positions();
+    let p = |v: u32| to_bevy(&x[v as usize]);
+    if d.surface {
+        let color = Color::srgb(0.1, 0.1, 0.1);
+        for tri in system.mesh().triangles() {
+            gizmos.line(p(tri[0]), p(tri[1]), color);
+            gizmos.line(p(tri[1]), p(tri[2]), color);
+            gizmos.line(p(tri[2]), p(tri[0]), color);
+        }
+    }
+    if d.pins {
+        let color = Color::srgb(0.95, 0.15, 0.1);
+        for (v, _) in system.pinned().iter().enumerate().filter(|(_, p)| **p) {
+            gizmos.sphere(Isometry3d::from_translation(p(v as u32)), 0.005, color);
+        }
+    }
+    if d.contacts {
+        let color = Color::srgb(0.95, 0.6, 0.1);
+        for (_, point, normal) in system.contact_planes() {
+            let at = to_bevy(&point);
+            gizmos.line(at, at + d.normal_length * to_bevy(&normal), color);
+        }
     }
 }

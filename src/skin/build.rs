@@ -251,6 +251,7 @@ fn build_region(
             .collect()
     })
     .unwrap_or_default();
+    let drawn_triangles = written_triangles(&geometry.positions, &geometry.triangles, &writeback);
     Ok((
         Arc::new(scaled),
         RegionRuntime {
@@ -258,6 +259,7 @@ fn build_region(
             bone_distance: drive.bone_distances(&skeleton.bones),
             bone_radius: region.bone_radius_cells as f64 * cell,
             inner_vertices,
+            drawn_triangles,
             drive,
             writeback,
             targets: vec![sim::Vec3::zeros(); vertices],
@@ -271,6 +273,35 @@ fn build_region(
             displacement_drawn: vec![sim::Vec3::zeros(); written],
         },
     ))
+}
+
+/// The triangles of `triangles` whose corners are all written by `writeback`, as indices into
+/// its written vertices, without those of no area at the bind `positions` (a cone's tip, or a
+/// seam's welded copies: they would meet nothing).
+fn written_triangles(
+    positions: &[sim::Vec3],
+    triangles: &[[u32; 3]],
+    writeback: &SkinnedWriteback,
+) -> Vec<[u32; 3]> {
+    let mut written = vec![u32::MAX; positions.len()];
+    for (i, &v) in writeback.vertices().iter().enumerate() {
+        written[v as usize] = i as u32;
+    }
+    triangles
+        .iter()
+        .filter_map(|t| {
+            let w = t.map(|v| written[v as usize]);
+            if w.contains(&u32::MAX) {
+                return None;
+            }
+            let [a, b, c] = t.map(|v| positions[v as usize]);
+            let longest = [b - a, c - b, a - c]
+                .iter()
+                .map(|e| e.norm_squared())
+                .fold(0.0, f64::max);
+            ((b - a).cross(&(c - a)).norm() > 1e-8 * longest).then_some(w)
+        })
+        .collect()
 }
 
 /// Sync: builds every waiting [`SoftSkin`] whose mesh and skin are ready; spawns the flesh

@@ -81,13 +81,19 @@ fn drive_region(
         } else {
             velocities.fill(crate::sim::Vec3::zeros());
         }
-        // The region's own vertices collide, and the cage vertices inside the mesh; the cage's
-        // outer vertices would hold the drawn surface up to a cell off an obstacle.
-        world.set_colliders(
+        // The region's own vertices collide with obstacles, and the cage vertices inside the
+        // mesh (the cage's outer vertices would hold the drawn surface up to a cell off an
+        // obstacle); other bodies meet the drawn skin, its vertices and triangles.
+        let embedded = region.writeback.embedded().to_vec();
+        if let Err(e) = world.set_drawn_mesh_with_colliders(
             h,
-            region.writeback.embedded().to_vec(),
+            embedded.clone(),
+            region.drawn_triangles.clone(),
             &region.inner_vertices,
-        )?;
+        ) {
+            warn!("soft skin flesh: {e}; other bodies meet its cage");
+            world.set_colliders(h, embedded, &region.inner_vertices)?;
+        }
         // The regions of one skin overlap where they meet: they do not collide.
         world.set_collision_group(h, Some(springs.skin.to_bits()))?;
         region.placed = true;

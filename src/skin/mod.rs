@@ -42,10 +42,12 @@
 //! The flesh entity is an ordinary body: the inspector lists it (its material and
 //! [`SkinFlesh`]'s spring frequencies are live), its
 //! [`DeformableState`](crate::components::DeformableState) reports it, and it
-//! collides with obstacles and other bodies through the region's own mesh vertices. Other
-//! bodies collide with the cage's surface, which lies up to a cell outside the mesh. The
-//! regions of one skin share a collision group: they overlap where they meet and never push
-//! each other.
+//! collides with obstacles by the region's own mesh vertices (and the cage vertices inside the
+//! mesh), and with other bodies by its drawn skin: the region's vertices and triangles
+//! ([`crate::sim::SoftWorld::set_drawn_mesh_with_colliders`]), not the cage's surface, which
+//! lies up to a cell outside the mesh. The regions of one skin share a collision group: they
+//! overlap where they meet and never push each other. A cloth meets the flesh's cage (a drawn
+//! patch is open, and the cloth's obstacles are closed surfaces).
 
 mod build;
 mod draw;
@@ -299,6 +301,9 @@ struct RegionRuntime {
     /// Cage vertices inside the mesh: they collide with obstacles besides the region's
     /// vertices (the others lie outside the drawn surface).
     inner_vertices: Vec<u32>,
+    /// The mesh's triangles with every corner written (indices into the written vertices),
+    /// degenerate ones left out: the drawn skin other bodies meet.
+    drawn_triangles: Vec<[u32; 3]>,
     /// The cage's skinning targets of the last step (m), and of the step before when
     /// `previous_valid` (a cage placed again after a reset starts with their velocity).
     targets: Vec<sim::Vec3>,

@@ -278,4 +278,12 @@ impl ClothContacts {
     pub fn count(&self) -> usize {
         self.planes.len()
     }
+
+    /// Per plane: its vertex, a point of the obstacle's surface (m) and the outward unit
+    /// normal.
+    pub fn planes(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
+        self.planes
+            .iter()
+            .map(|p| (p.vertex as usize, p.point, p.normal))
+    }
 }

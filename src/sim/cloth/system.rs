@@ -268,6 +268,13 @@ pub enum ClothError {
         /// The number of vertices.
         vertices: usize,
     },
+    /// A selection of vertices to pin by their rest position (the Bevy layer's
+    /// `DeformableCloth::pin_select`) matched no vertex.
+    #[error("pin selection {index} matches no vertex of the cloth")]
+    EmptyPinSelection {
+        /// The selection's index in the cloth's list.
+        index: usize,
+    },
     /// A position or force given is NaN or infinite.
     #[error("{0} is not finite")]
     NonFinite(&'static str),
@@ -784,6 +791,17 @@ impl ClothSystem {
     /// The contact planes of the last step (obstacle contacts of its vertices).
     pub fn contact_count(&self) -> usize {
         self.contacts.count()
+    }
+
+    /// The contact planes of the last step: per plane, the cloth vertex, the point of the
+    /// obstacle's surface it was held against (m) and the surface's outward unit normal.
+    pub fn contact_planes(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
+        self.contacts.planes()
+    }
+
+    /// Per vertex: whether it is pinned.
+    pub fn pinned(&self) -> &[bool] {
+        &self.pinned
     }
 
     /// Mass per vertex (kg).

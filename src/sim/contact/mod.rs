@@ -38,6 +38,7 @@
 
 pub mod broadphase;
 pub mod constraints;
+mod convex_faces;
 pub mod edge_edge;
 pub mod lcp;
 pub mod narrowphase;

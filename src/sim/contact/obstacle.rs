@@ -1,14 +1,17 @@
 //! Static and kinematic obstacles: parry3d shapes with a pose and a velocity.
 //!
 //! This module is the one place where the `f64` nalgebra vectors of the core meet parry3d's `f32`
-//! glam types (parry3d >= 0.26 uses glam). Half-spaces and balls are evaluated analytically in
-//! `f64`; every other shape goes through parry3d's point projection. The inside test follows the
-//! facts checked for parry 0.31: exact for convex shapes, a
-//! triangle mesh is built with the `ORIENTED` flag so its pseudo-normals decide inside/outside,
-//! and a height field (whose `contains_point` is always false) is tested by a vertical ray.
+//! glam types (parry3d >= 0.26 uses glam). Half-spaces, balls, boxes and capsules are evaluated
+//! analytically in `f64`, and a convex hull by its triangles' planes in `f64`
+//! (`convex_faces.rs`: parry's `f32` projection called points just outside a many-faced hull's
+//! vertices inside, with inward normals); every other shape goes through parry3d's point
+//! projection. The inside test follows the facts checked for parry 0.31: a triangle mesh is
+//! built with the `ORIENTED` flag so its pseudo-normals decide inside/outside, and a height
+//! field (whose `contains_point` is always false) is tested by a vertical ray.
 
 use std::sync::Arc;
 
+use super::convex_faces::ConvexFaces;
 pub use super::obstacle_error::{MAX_OBSTACLE_EXTENT, MIN_OBSTACLE_SIZE, ObstacleError};
 use super::rigid::{CouplingResponse, RigidCoupling};
 use crate::sim::material::{CombineRule, SurfaceCoefficients};
@@ -93,6 +96,8 @@ pub struct ObstacleContact {
 pub struct ObstacleCollider {
     shape: ObstacleShape,
     parry: Option<SharedShape>,
+    /// A convex hull's triangles in `f64`, which answer its point queries (`convex_faces.rs`).
+    hull: Option<Arc<ConvexFaces>>,
     position: Vec3,
     rotation: UnitQuaternion<f64>,
     linear_velocity: Vec3,
@@ -112,6 +117,7 @@ impl Clone for ObstacleCollider {
         Self {
             shape: self.shape.clone(),
             parry: self.parry.clone(),
+            hull: self.hull.clone(),
             position: self.position,
             rotation: self.rotation,
             linear_velocity: self.linear_velocity,
@@ -126,6 +132,7 @@ impl Clone for ObstacleCollider {
         let Self {
             shape,
             parry,
+            hull,
             position,
             rotation,
             linear_velocity,
@@ -138,6 +145,7 @@ impl Clone for ObstacleCollider {
             self.shape.clone_from(shape);
         }
         self.parry.clone_from(parry);
+        self.hull.clone_from(hull);
         self.position = *position;
         self.rotation = *rotation;
         self.linear_velocity = *linear_velocity;
@@ -320,6 +328,7 @@ impl ObstacleCollider {
     /// # Errors
     /// [`ObstacleError`] for non-finite or non-positive sizes and degenerate geometry.
     pub fn new(shape: ObstacleShape) -> Result<Self, ObstacleError> {
+        let mut hull = None;
         let parry = match &shape {
             ObstacleShape::HalfSpace { normal } => {
                 for c in normal.iter() {
@@ -360,6 +369,9 @@ impl ObstacleCollider {
                     }
                 }
                 let pts: Vec<Vector> = points.iter().map(to_parry).collect();
+                hull = Some(Arc::new(
+                    ConvexFaces::new(points).ok_or(ObstacleError::DegenerateHull(points.len()))?,
+                ));
                 Some(
                     SharedShape::convex_hull(&pts)
                         .ok_or(ObstacleError::DegenerateHull(points.len()))?,
@@ -421,6 +433,7 @@ impl ObstacleCollider {
         Ok(Self {
             shape,
             parry,
+            hull,
             position: Vec3::zeros(),
             rotation: UnitQuaternion::identity(),
             linear_velocity: Vec3::zeros(),
@@ -870,6 +883,11 @@ impl ObstacleCollider {
                 }))
             }
             ObstacleShape::HeightField { .. } => self.query_heightfield(q, margin),
+            ObstacleShape::ConvexHull { .. } => {
+                let local = self.rotation.inverse() * (q - self.position);
+                let c = self.hull.as_ref()?.query(&local, margin)?;
+                Some(self.to_world(c))
+            }
             _ => self.query_parry(q, margin),
         }
     }

@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use super::SoftWorld;
 use super::body;
-use super::error::{WorldError, check_embedded};
+use super::error::{WorldError, check_embedded, check_vertex};
 use super::handles::BodyHandle;
 use crate::sim::contact::DrawnMesh;
 use crate::sim::embed::EmbeddedPoint;
@@ -128,6 +128,33 @@ impl SoftWorld {
         b.collider_slack = slack;
         b.drawn = Some(Arc::new(DrawnMesh::new(points.clone(), kept)));
         b.proxies = points;
+        Ok(())
+    }
+
+    /// As [`SoftWorld::set_drawn_mesh`] (the drawn mesh meets other bodies and itself, its
+    /// points meet obstacles), but besides the points exactly the listed cage `vertices` meet
+    /// obstacles, fully, as [`SoftWorld::set_colliders`] lists them, instead of every other
+    /// vertex with a slack: for a skinned region's flesh, whose cage vertices inside the skin
+    /// are its safety net and whose outer ones stand up to a cell off the skin.
+    ///
+    /// # Errors
+    /// As [`SoftWorld::set_drawn_mesh`], and [`WorldError::VertexOutOfRange`] for a listed
+    /// vertex. The body is unchanged.
+    pub fn set_drawn_mesh_with_colliders(
+        &mut self,
+        h: BodyHandle,
+        points: Vec<EmbeddedPoint>,
+        triangles: Vec<[u32; 3]>,
+        vertices: &[u32],
+    ) -> Result<(), WorldError> {
+        let n = self.body(h)?.x.len();
+        for &v in vertices {
+            check_vertex(v as usize, n)?;
+        }
+        self.set_drawn_mesh(h, points, triangles)?;
+        let b = self.body_mut(h)?;
+        b.colliders = body::listed_collision_points(&b.proxies, vertices);
+        b.collider_slack.clear();
         Ok(())
     }
 }

@@ -2,7 +2,8 @@
 //! its pins follow the entity, and its parent when it has one; a tablecloth drops onto an
 //! `Obstacle` and stays above it, and another onto a soft body, over which it drapes; its mesh is written in the entity's frame, at the last step
 //! or blended with the one before; a pin out of range is a typed error; an edit of the preset
-//! keeps the cloth where it is, and a scene reset starts it over.
+//! keeps the cloth where it is, and a scene reset starts it over; a cloth pinned to a soft cube
+//! rides on it as it falls and lands.
 
 mod common;
 
@@ -320,6 +321,86 @@ fn pins_selected_on_the_rectangle_hold_exactly_those_vertices() {
         matches!(
             state.error(),
             Some(sim::cloth::ClothError::EmptyPinSelection { index: 1 })
+        ),
+        "{:?}",
+        state.error()
+    );
+    assert!(state.positions().is_none());
+}
+
+/// A cloth pinned along its edge to a soft cube rides on the cube: dropped with it from 0.8 m
+/// above the floor, the pinned vertices move down with the cube, land at its top face and stay
+/// there, carried by its tets, while the rest hangs down its side; pinned to an entity that is
+/// no soft body (the floor) it is refused by name.
+#[test]
+fn a_cloth_pinned_to_a_soft_body_rides_on_it() {
+    let mut app = app();
+    let floor = app.world_mut().spawn(Obstacle::halfspace(Vec3::Y)).id();
+    let cube = app
+        .world_mut()
+        .spawn((
+            DeformableBody::cuboid(Vec3::splat(0.2), 4).unwrap(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    // The pinned edge (local z = -0.3) lies across the middle of the cube's top face (y =
+    // 1.2, z = 0); the rest sticks out over the +z side.
+    let cloth = DeformableCloth::rectangle(Vec2::new(0.3, 0.6), UVec2::new(3, 6))
+        .pin_edge(ClothEdge::MinZ)
+        .pin_to_body(cube);
+    let pinned = cloth.pinned.clone();
+    let e = app
+        .world_mut()
+        .spawn((cloth.clone(), Transform::from_xyz(0.0, 1.2, 0.3)))
+        .id();
+    let refused = app
+        .world_mut()
+        .spawn((cloth.pin_to_body(floor), Transform::from_xyz(0.0, 1.2, 0.3)))
+        .id();
+    let centre = |app: &App| {
+        let x = positions(app, cube);
+        x.iter().sum::<sim::Vec3>() / x.len() as f64
+    };
+    app.update();
+    let (start, start_centre) = (cloth_positions(&app, e), centre(&app));
+    for &v in &pinned {
+        let p = start[v as usize];
+        assert!(
+            (p.y - 1.2).abs() < 1e-6 && p.z.abs() < 1e-6,
+            "pin {v} at {p:?}"
+        );
+    }
+    for _ in 0..150 {
+        app.update();
+    }
+    // Landed: the cube fell about 0.8 m, and the pins with it, by the same amount to within
+    // the cube's squash.
+    let (x, drop) = (cloth_positions(&app, e), start_centre - centre(&app));
+    assert!(drop.y > 0.75, "the cube fell {} m", drop.y);
+    let top = sim::mesh::bounds(&positions(&app, cube)).1.y;
+    for &v in &pinned {
+        let moved = start[v as usize] - x[v as usize];
+        assert!(
+            (moved - drop).norm() < 0.02,
+            "pin {v} moved {moved:?}, the cube {drop:?}"
+        );
+        assert!(
+            (x[v as usize].y - top).abs() < 0.01,
+            "pin {v} at {}, the top at {top}",
+            x[v as usize].y
+        );
+    }
+    let lowest = x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+    assert!(
+        lowest < top - 0.15,
+        "the free part hangs to {lowest} m, the top at {top} m"
+    );
+    let state = app.world().get::<ClothState>(refused).unwrap();
+    assert!(
+        matches!(
+            state.error(),
+            Some(sim::cloth::ClothError::PinnedToMissingBody)
         ),
         "{:?}",
         state.error()

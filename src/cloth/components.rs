@@ -5,18 +5,22 @@
 use std::sync::Arc;
 
 use bevy::ecs::component::Component;
+use bevy::ecs::entity::Entity;
 use bevy::ecs::resource::Resource;
 use bevy::math::{UVec2, Vec2, Vec3};
 use bevy::prelude::{ReflectComponent, ReflectDefault, ReflectResource, Transform};
 use bevy::reflect::Reflect;
 
 use crate::selection::VertexSelection;
+use crate::sim::BodyHandle;
 use crate::sim::cloth::{ClothError, ClothMaterial, ClothSystem};
+use crate::sim::embed::EmbeddedPoint;
 
 /// A rectangle of cloth simulated by the plugin: `size` (m) along its entity's local x and z
 /// axes, centred on the entity, `cells` cells along each. Pinned vertices are held where they
 /// are on the rectangle, following the entity's transform (move the entity to move the pole,
-/// rail or shoulders the cloth hangs from); the rest falls, flutters in the [`ClothWind`] and
+/// rail or shoulders the cloth hangs from), or riding on a soft body
+/// ([`DeformableCloth::pin_to_body`]); the rest falls, flutters in the [`ClothWind`] and
 /// drapes over the [`crate::components::Obstacle`]s. The plugin gives the entity a `Mesh3d`
 /// (positions in the entity's frame, area-weighted normals, UVs over the rectangle) unless it
 /// has one of the same vertex count; give it a double-sided material
@@ -58,6 +62,15 @@ pub struct DeformableCloth {
     /// A selection that matches no vertex refuses the cloth
     /// ([`ClothError::EmptyPinSelection`](crate::sim::cloth::ClothError::EmptyPinSelection)).
     pub pin_select: Vec<VertexSelection>,
+    /// The soft body (an entity with a [`DeformableBody`](crate::components::DeformableBody)) the pinned
+    /// vertices ride on, instead of this entity's transform: where the cloth is built, each
+    /// pinned vertex is embedded in the body's tet it lies in (or the nearest), and from then
+    /// on it is carried by that tet as the body moves and deforms (a flag stitched to a jelly,
+    /// a cape on a soft creature). One way: the body does not feel the cloth. A body not yet
+    /// in the world is waited for; an entity that is no soft body refuses the cloth
+    /// ([`ClothError::PinnedToMissingBody`](crate::sim::cloth::ClothError::PinnedToMissingBody)).
+    /// Default: `None`.
+    pub pinned_to_body: Option<Entity>,
     /// Local/global iterations per step (at least 1). Default: 10.
     pub iterations: u32,
 }
@@ -71,8 +84,16 @@ impl DeformableCloth {
             preset: ClothPreset::Cotton,
             pinned: Vec::new(),
             pin_select: Vec::new(),
+            pinned_to_body: None,
             iterations: 10,
         }
+    }
+
+    /// Builder: the pinned vertices ride on the soft body `body` (see
+    /// [`DeformableCloth::pinned_to_body`]); place the entity so that they lie on or in it.
+    pub fn pin_to_body(mut self, body: Entity) -> Self {
+        self.pinned_to_body = Some(body);
+        self
     }
 
     /// Builder: the material.
@@ -225,6 +246,9 @@ pub struct ClothState {
     pub(crate) built: Option<DeformableCloth>,
     /// Per pinned vertex: its position on the rectangle (m, the entity's frame).
     pub(crate) pins_local: Vec<(u32, Vec3)>,
+    /// Where the pins ride on a soft body (`DeformableCloth::pinned_to_body`): the body and,
+    /// per pinned vertex, its point embedded in the body's tets.
+    pub(crate) pins_body: Option<(BodyHandle, Vec<(u32, EmbeddedPoint)>)>,
     pub(crate) error: Option<ClothError>,
     pub(crate) triangles: Arc<[u32]>,
     /// The step (s) the cloth was built for.

@@ -10,6 +10,7 @@ use std::time::Instant;
 use bevy::asset::Assets;
 use bevy::ecs::entity::Entity;
 use bevy::ecs::message::MessageReader;
+use bevy::ecs::query::Has;
 use bevy::log::warn;
 use bevy::mesh::{Mesh, Mesh3d, VertexAttributeValues};
 use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Time};
@@ -17,6 +18,7 @@ use bevy::time::Fixed;
 use bevy::transform::helper::TransformHelper;
 
 use super::components::{ClothState, ClothWind, DeformableCloth};
+use crate::components::{DeformableBody, DeformableHandle};
 use crate::convert::{to_bevy, to_sim};
 use crate::diagnostics::DeformableDiagnostics;
 use crate::messages::ResetScene;
@@ -24,11 +26,14 @@ use crate::plugin::{DeformableConfig, DeformableWorld, StepSchedule};
 use crate::render;
 use crate::selection::resolve_vertices_in;
 use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
+use crate::sim::embed::embed_points_at;
 use crate::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3 as SimVec3};
 
 /// Steps every cloth once per step of the soft bodies (paused with them), building it where
-/// its component is new or edited (see [`DeformableCloth`]); a [`ResetScene`] starts every
-/// cloth over at its entity's pose.
+/// its component is new or edited (see [`DeformableCloth`]; a cloth whose pins ride on a
+/// body not yet in the world waits for it); a [`ResetScene`] starts every cloth over at its
+/// entity's pose.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn step_cloths(
     config: Res<DeformableConfig>,
     world: Res<DeformableWorld>,
@@ -37,6 +42,7 @@ pub(crate) fn step_cloths(
     mut resets: MessageReader<ResetScene>,
     transforms: TransformHelper,
     mut cloths: Query<(Entity, &DeformableCloth, &mut ClothState)>,
+    handles: Query<(Option<&DeformableHandle>, Has<DeformableBody>)>,
 ) {
     if resets.read().count() > 0 {
         for (_, _, mut state) in &mut cloths {
@@ -66,7 +72,14 @@ pub(crate) fn step_cloths(
         };
         let transform = &transform;
         if state.built.as_ref() != Some(cloth) || state.dt != dt {
-            if let Err(e) = build(cloth, transform, state, dt) {
+            let body = match cloth.pinned_to_body.map(|b| handles.get(b)) {
+                None => Ok(None),
+                Some(Ok((Some(h), _))) => Ok(Some((h.handle(), world.world()))),
+                // Spawned, not in the world yet: built once it is.
+                Some(Ok((None, true))) => continue,
+                Some(_) => Err(ClothError::PinnedToMissingBody),
+            };
+            if let Err(e) = body.and_then(|body| build(cloth, transform, state, dt, body)) {
                 warn!("cloth {entity}: {e}");
                 state.error = Some(e);
             }
@@ -76,11 +89,25 @@ pub(crate) fn step_cloths(
         let Some(system) = state.system.as_mut() else {
             continue;
         };
-        for &(v, local) in &state.pins_local {
-            let target = to_sim(transform.transform_point(local));
-            // In range (checked when the pins were set); refused only if not finite.
-            if let Err(e) = system.set_pin_target(v as usize, target) {
-                state.error = Some(e);
+        if let Some((h, pins)) = &state.pins_body {
+            match world.world().positions(*h) {
+                Ok(x) => {
+                    for (v, point) in pins {
+                        if let Err(e) = system.set_pin_target(*v as usize, point.position(x)) {
+                            state.error = Some(e);
+                        }
+                    }
+                }
+                // The body left the world: the pins stay where it last held them.
+                Err(_) => state.error = Some(ClothError::PinnedToMissingBody),
+            }
+        } else {
+            for &(v, local) in &state.pins_local {
+                let target = to_sim(transform.transform_point(local));
+                // In range (checked when the pins were set); refused only if not finite.
+                if let Err(e) = system.set_pin_target(v as usize, target) {
+                    state.error = Some(e);
+                }
             }
         }
         // The soft bodies near it, as their surfaces now (one way: `SoftWorld::surface_obstacle`).
@@ -147,12 +174,14 @@ impl<'w> SurfaceObstacles<'w> {
 
 /// The cloth of `cloth` at `transform`, stepped by `dt` (s), into `state`: a new size or cell
 /// count (or none before) starts it at the entity's pose, anything else keeps the old
-/// positions and velocities. `state` keeps its old cloth on an error.
+/// positions and velocities. With `body` (the body the pins ride on, in its world) each pin
+/// is embedded in the body's tets where it is now. `state` keeps its old cloth on an error.
 fn build(
     cloth: &DeformableCloth,
     transform: &GlobalTransform,
     state: &mut ClothState,
     dt: f64,
+    body: Option<(BodyHandle, &SoftWorld)>,
 ) -> Result<(), ClothError> {
     let (size, cells) = (cloth.size.as_dvec2(), cloth.cells);
     let local = ClothMesh::rectangle(size.x, size.y, cells.x as usize, cells.y as usize)?;
@@ -187,8 +216,23 @@ fn build(
         system.pin(v as usize, Some(to_sim(transform.transform_point(at))))?;
         pins_local.push((v, at));
     }
+    let pins_body = match body {
+        Some((h, world)) => {
+            let (Ok(mesh), Ok(x)) = (world.mesh(h), world.positions(h)) else {
+                return Err(ClothError::PinnedToMissingBody);
+            };
+            let at: Vec<SimVec3> = pinned
+                .iter()
+                .map(|&v| system.positions()[v as usize])
+                .collect();
+            let embedded = embed_points_at(mesh, x, &at);
+            Some((h, pinned.iter().copied().zip(embedded).collect()))
+        }
+        None => None,
+    };
     state.system = Some(system);
     state.pins_local = pins_local;
+    state.pins_body = pins_body;
     state.triangles = triangles;
     state.error = None;
     Ok(())

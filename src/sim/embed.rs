@@ -65,9 +65,16 @@ pub fn barycentric(p: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> Option<[
 ///
 /// A uniform grid over tet bounds keeps this near-linear in the number of points.
 pub fn embed_points(mesh: &TetMesh, points: &[Vec3]) -> Vec<EmbeddedPoint> {
-    let x = mesh.rest_positions();
+    embed_points_at(mesh, mesh.rest_positions(), points)
+}
+
+/// [`embed_points`] in the mesh's tets at vertex positions `x` (m; a deformed body's current
+/// positions, one per mesh vertex): each point's weights reproduce it from `x`, and carry it
+/// with the tet as the body moves on. A tet flat at `x` is never chosen; where every tet is,
+/// the point is carried by vertex 0.
+pub fn embed_points_at(mesh: &TetMesh, x: &[Vec3], points: &[Vec3]) -> Vec<EmbeddedPoint> {
     let tets = mesh.tets();
-    let (lo, hi) = mesh.rest_bounds();
+    let (lo, hi) = super::mesh::bounds(x);
     let extent = hi - lo;
     let cells_per_axis = ((tets.len() as f64).cbrt().ceil() as usize).clamp(1, 64);
     let cell = extent.max() / cells_per_axis as f64 + 1e-12;
@@ -164,6 +171,23 @@ mod tests {
         let moved: Vec<Vec3> = mesh.rest_positions().iter().map(|p| a * p + t).collect();
         for (e, p) in emb.iter().zip(&pts) {
             assert!((e.position(&moved) - (a * p + t)).norm() < 1e-12);
+        }
+        // Embedded in the moved mesh, the moved points get the weights they had at rest, in
+        // the same tets where a point lies inside one (on a shared face either tet will do).
+        let moved_points: Vec<Vec3> = pts.iter().map(|p| a * p + t).collect();
+        for ((e, at), p) in emb
+            .iter()
+            .zip(embed_points_at(&mesh, &moved, &moved_points))
+            .zip(&moved_points)
+        {
+            assert!((at.position(&moved) - p).norm() < 1e-12);
+            let inside = e.weights.iter().all(|&w| w > 1e-9);
+            if inside {
+                assert_eq!(e.vertices, at.vertices);
+                for (w, v) in e.weights.iter().zip(at.weights) {
+                    assert!((w - v).abs() < 1e-9);
+                }
+            }
         }
     }
 }

@@ -275,6 +275,10 @@ pub enum ClothError {
         /// The selection's index in the cloth's list.
         index: usize,
     },
+    /// The soft body the pins ride on (the Bevy layer's `DeformableCloth::pinned_to_body`) is
+    /// not in the world: the entity was despawned, or is not a `DeformableBody`.
+    #[error("the body the cloth's pins ride on is not a soft body in the world")]
+    PinnedToMissingBody,
     /// A position or force given is NaN or infinite.
     #[error("{0} is not finite")]
     NonFinite(&'static str),

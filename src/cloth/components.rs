@@ -62,12 +62,13 @@ pub struct DeformableCloth {
     /// A selection that matches no vertex refuses the cloth
     /// ([`ClothError::EmptyPinSelection`](crate::sim::cloth::ClothError::EmptyPinSelection)).
     pub pin_select: Vec<VertexSelection>,
-    /// The soft body (an entity with a [`DeformableBody`](crate::components::DeformableBody)) the pinned
-    /// vertices ride on, instead of this entity's transform: where the cloth is built, each
-    /// pinned vertex is embedded in the body's tet it lies in (or the nearest), and from then
-    /// on it is carried by that tet as the body moves and deforms (a flag stitched to a jelly,
-    /// a cape on a soft creature). One way: the body does not feel the cloth. A body not yet
-    /// in the world is waited for; an entity that is no soft body refuses the cloth
+    /// The soft body (an entity with a
+    /// [`DeformableBody`](crate::components::DeformableBody)) the pinned vertices ride on,
+    /// instead of this entity's transform: where the cloth is built, each pinned vertex is
+    /// embedded in the body's tet it lies in (or the nearest), and from then on it is carried
+    /// by that tet as the body moves and deforms (a flag stitched to a jelly, a cape on a soft
+    /// creature). One way: the body does not feel the cloth. A body not yet in the world is
+    /// waited for; an entity that is no soft body refuses the cloth
     /// ([`ClothError::PinnedToMissingBody`](crate::sim::cloth::ClothError::PinnedToMissingBody)).
     /// Default: `None`.
     pub pinned_to_body: Option<Entity>,

@@ -16,9 +16,10 @@
 //! way, through their surfaces as obstacles ([`crate::sim::SoftWorld::surface_obstacle`]); the
 //! Bevy layer (`crate::cloth`) steps one per `DeformableCloth` entity among the world's
 //! obstacles and the surfaces of the soft bodies near it, its pins following its entity or
-//! riding on a soft body's tets (`DeformableCloth::pin_to_body`, [`crate::sim::embed::embed_points_at`]).
-//! What it is not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own, so
-//! a soft body does not feel the cloth on it or pinned to it), or in contact with itself. `cargo bench --bench cloth`
+//! riding on a soft body's tets (`DeformableCloth::pin_to_body`,
+//! [`crate::sim::embed::embed_points_at`]). What it is not yet: part of a
+//! [`crate::sim::SoftWorld`] (a cloth is stepped on its own, so a soft body does not feel the
+//! cloth on it or pinned to it), or in contact with itself. `cargo bench --bench cloth`
 //! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
 //! 10. The local step runs its triangles in parallel; the solves through the factor, two
 //! triangular solves per iteration on one thread, are about a quarter of the profile, the

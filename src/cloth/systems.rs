@@ -218,14 +218,15 @@ fn build(
     }
     let pins_body = match body {
         Some((h, world)) => {
-            let (Ok(mesh), Ok(x)) = (world.mesh(h), world.positions(h)) else {
-                return Err(ClothError::PinnedToMissingBody);
-            };
             let at: Vec<SimVec3> = pinned
                 .iter()
                 .map(|&v| system.positions()[v as usize])
                 .collect();
-            let embedded = embed_points_at(mesh, x, &at);
+            let embedded = match (world.mesh(h), world.positions(h)) {
+                (Ok(mesh), Ok(x)) => embed_points_at(mesh, x, &at),
+                _ => None,
+            }
+            .ok_or(ClothError::PinnedToMissingBody)?;
             Some((h, pinned.iter().copied().zip(embedded).collect()))
         }
         None => None,

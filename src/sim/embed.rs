@@ -65,14 +65,19 @@ pub fn barycentric(p: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3, d: &Vec3) -> Option<[
 ///
 /// A uniform grid over tet bounds keeps this near-linear in the number of points.
 pub fn embed_points(mesh: &TetMesh, points: &[Vec3]) -> Vec<EmbeddedPoint> {
-    embed_points_at(mesh, mesh.rest_positions(), points)
+    embed_in(mesh, mesh.rest_positions(), points)
 }
 
 /// [`embed_points`] in the mesh's tets at vertex positions `x` (m; a deformed body's current
-/// positions, one per mesh vertex): each point's weights reproduce it from `x`, and carry it
-/// with the tet as the body moves on. A tet flat at `x` is never chosen; where every tet is,
-/// the point is carried by vertex 0.
-pub fn embed_points_at(mesh: &TetMesh, x: &[Vec3], points: &[Vec3]) -> Vec<EmbeddedPoint> {
+/// positions): each point's weights reproduce it from `x`, and carry it with the tet as the
+/// body moves on. A tet flat at `x` is never chosen; where every tet is, the point is carried
+/// by vertex 0. `None` where `x` does not hold one position per mesh vertex.
+pub fn embed_points_at(mesh: &TetMesh, x: &[Vec3], points: &[Vec3]) -> Option<Vec<EmbeddedPoint>> {
+    (x.len() == mesh.vertex_count()).then(|| embed_in(mesh, x, points))
+}
+
+/// [`embed_points_at`] for `x` of the mesh's length.
+fn embed_in(mesh: &TetMesh, x: &[Vec3], points: &[Vec3]) -> Vec<EmbeddedPoint> {
     let tets = mesh.tets();
     let (lo, hi) = super::mesh::bounds(x);
     let extent = hi - lo;
@@ -165,6 +170,8 @@ mod tests {
             assert!((e.position(mesh.rest_positions()) - p).norm() < 1e-12);
             assert!((e.weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
         }
+        // Positions that are not one per vertex are refused.
+        assert!(embed_points_at(&mesh, &mesh.rest_positions()[1..], &pts).is_none());
         // An affine map of the mesh moves embedded points by the same map.
         let a = Mat3::new(1.1, 0.2, 0.0, -0.1, 0.9, 0.3, 0.0, 0.1, 1.2);
         let t = Vec3::new(0.3, -2.0, 1.0);
@@ -177,7 +184,7 @@ mod tests {
         let moved_points: Vec<Vec3> = pts.iter().map(|p| a * p + t).collect();
         for ((e, at), p) in emb
             .iter()
-            .zip(embed_points_at(&mesh, &moved, &moved_points))
+            .zip(embed_points_at(&mesh, &moved, &moved_points).unwrap())
             .zip(&moved_points)
         {
             assert!((at.position(&moved) - p).norm() < 1e-12);

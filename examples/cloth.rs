@@ -1,11 +1,13 @@
 //! Cloth beside the soft bodies: a silk flag flutters on a pole in gusty wind, a cotton
 //! tablecloth drops over a table and the bowl on it, a leather mat over a jelly cube on the
-//! floor, and a denim curtain hangs from a rail while a wrecking ball swings into it.
+//! floor, a leather apron pinned to a wobbling jelly pillar, and a
+//! denim curtain hangs from a rail while a wrecking ball swings into it.
 //!
 //! `DeformableCloth` is a rectangle on an entity: its pinned vertices follow the entity's
-//! transform, the rest falls, flutters in the `ClothWind` resource and drapes over the
-//! `Obstacle`s and the soft bodies (one way: the jelly holds the cloth up but does not feel
-//! its weight). The inspector's "Cloth" section changes the wind and each cloth's preset.
+//! transform, or ride on a soft body (`pin_to_body`), the rest falls, flutters in the
+//! `ClothWind` resource and drapes over the `Obstacle`s and the soft bodies (one way: the
+//! jelly holds the cloth up but does not feel its weight). The inspector's "Cloth" section
+//! changes the wind and each cloth's preset.
 //!
 //! `cargo run --release --example cloth`
 
@@ -175,6 +177,38 @@ fn setup(
         MeshMaterial3d(materials.add(cloth_look(Color::srgb(0.45, 0.25, 0.12)))),
         Transform::from_translation(jelly + Vec3::new(0.0, 0.16, 0.0))
             .with_rotation(Quat::from_rotation_y(0.4)),
+    ));
+
+    // A jelly pillar set down on the floor with an apron pinned along the top of one face: the
+    // pins are embedded in the pillar's tets where the cloth is built and ride on it as it
+    // settles and wobbles, while the rest hangs down the face and lifts in the wind. (Dropped
+    // from half a metre, the jelly's rebound whips a light apron up over its top.)
+    let pillar = Vec3::new(0.1, 0.36, 1.4);
+    let half = Vec3::new(0.12, 0.3, 0.12);
+    let body = commands
+        .spawn((
+            Name::new("jelly pillar"),
+            DeformableBody::cuboid(half, 4).expect("valid size"),
+            SoftMaterial::JELLY,
+            MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(0.85, 0.45, 0.2)))),
+            Transform::from_translation(pillar),
+        ))
+        .id();
+    // Stood 1 cm off the pillar's +x face (the rectangle's normal along +x, local z down;
+    // a cloth laid exactly on a body's surface can be taken for inside it): the pinned edge
+    // (local z = -0.17) runs across the face 1 cm below its top edge.
+    let apron = Vec2::new(0.2, 0.34);
+    commands.spawn((
+        Name::new("apron"),
+        DeformableCloth::rectangle(apron, UVec2::new(5, 9))
+            .with_preset(ClothPreset::Leather)
+            .pin_edge(ClothEdge::MinZ)
+            .pin_to_body(body),
+        MeshMaterial3d(materials.add(cloth_look(Color::srgb(0.95, 0.8, 0.2)))),
+        Transform::from_translation(
+            pillar + Vec3::new(half.x + 0.01, half.y - 0.01 - 0.5 * apron.y, 0.0),
+        )
+        .with_rotation(Quat::from_rotation_y(FRAC_PI_2) * Quat::from_rotation_x(FRAC_PI_2)),
     ));
 }
 

@@ -1,7 +1,7 @@
 //! Cloth beside the soft bodies: a silk flag flutters on a pole in gusty wind, a cotton
 //! tablecloth drops over a table and the bowl on it, a leather mat over a jelly cube on the
-//! floor, a leather apron pinned to a wobbling jelly pillar, and a
-//! denim curtain hangs from a rail while a wrecking ball swings into it.
+//! floor, a leather apron pinned to a wobbling jelly pillar, and a denim curtain hangs from a
+//! rail while a wrecking ball swings into it.
 //!
 //! `DeformableCloth` is a rectangle on an entity: its pinned vertices follow the entity's
 //! transform, or ride on a soft body (`pin_to_body`), the rest falls, flutters in the
@@ -179,10 +179,11 @@ fn setup(
             .with_rotation(Quat::from_rotation_y(0.4)),
     ));
 
-    // A jelly pillar set down on the floor with an apron pinned along the top of one face: the
-    // pins are embedded in the pillar's tets where the cloth is built and ride on it as it
-    // settles and wobbles, while the rest hangs down the face and lifts in the wind. (Dropped
-    // from half a metre, the jelly's rebound whips a light apron up over its top.)
+    // A jelly pillar set down 6 cm above the floor with an apron pinned along the top of one
+    // face: the pins are embedded in the pillar's tets where the cloth is built and ride on it
+    // as it lands and wobbles, while the rest hangs down the face and lifts in the wind.
+    // (Dropped from half a metre instead, the jelly's rebound flipped the apron up over its
+    // top.)
     let pillar = Vec3::new(0.1, 0.36, 1.4);
     let half = Vec3::new(0.12, 0.3, 0.12);
     let body = commands
@@ -194,9 +195,8 @@ fn setup(
             Transform::from_translation(pillar),
         ))
         .id();
-    // Stood 1 cm off the pillar's +x face (the rectangle's normal along +x, local z down;
-    // a cloth laid exactly on a body's surface can be taken for inside it): the pinned edge
-    // (local z = -0.17) runs across the face 1 cm below its top edge.
+    // Stood 1 cm off the pillar's +x face (the rectangle's normal along +x, local z down): the
+    // pinned edge (local z = -0.17) runs across the face 1 cm below its top edge.
     let apron = Vec2::new(0.2, 0.34);
     commands.spawn((
         Name::new("apron"),

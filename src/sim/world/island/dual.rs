@@ -335,6 +335,12 @@ impl Island {
         (b, u - layout.offset_of[b])
     }
 
+    /// Whether island unknown `u`'s column of `A^-1` is cached.
+    fn has_column(&self, bodies: &[SoftBody], layout: Layout<'_>, u: u32) -> bool {
+        let (b, d) = self.owner(layout, u);
+        inverse_column(&bodies[b], d).is_some()
+    }
+
     /// `(A^-1)[u, v]` for island unknowns `u`, `v` (0 across bodies), if `v`'s column is
     /// cached.
     fn inverse_entry(
@@ -365,10 +371,7 @@ impl Island {
         if m > MAX_DUAL_ROWS {
             return None;
         }
-        let has_column = |u: u32| {
-            let (b, d) = self.owner(layout, u);
-            inverse_column(&bodies[b], d).is_some()
-        };
+        let has_column = |u: u32| self.has_column(bodies, layout, u);
         let all_cached = self
             .rows
             .iter()
@@ -503,6 +506,14 @@ impl Island {
         }
         self.dual.touched.sort_unstable();
         self.dual.touched.dedup();
+        // Every column is looked up before `x` changes, so that a missing one leaves `x` as it
+        // was (the check of the rows' and forces' unknowns above covers them; this keeps the
+        // promise should that check change).
+        if self.dual.touched.iter().any(|&u| {
+            self.dual.delta[u as usize] != Vec3::zeros() && !self.has_column(bodies, layout, u)
+        }) {
+            return None;
+        }
         let mut localized = false;
         for &u in &self.dual.touched {
             let delta = self.dual.delta[u as usize];

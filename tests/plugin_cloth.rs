@@ -139,6 +139,17 @@ fn a_tablecloth_drops_onto_a_table_and_stays_above_it() {
     assert!(lowest < 0.76, "{lowest}");
 }
 
+/// A 0.4 m rubber cube (4 cells) centred `height` (m) above the origin.
+fn spawn_rubber_cube(app: &mut App, height: f32) -> Entity {
+    app.world_mut()
+        .spawn((
+            DeformableBody::cuboid(Vec3::splat(0.2), 4).unwrap(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, height, 0.0),
+        ))
+        .id()
+}
+
 /// A cloth dropped over a soft cube on the floor lies on the cube (its surface an obstacle of
 /// the cloth's step, one way) and hangs down its sides: its middle rests at the cube's top,
 /// and no vertex is inside the cube's bounds by more than the cloth's thickness.
@@ -146,14 +157,7 @@ fn a_tablecloth_drops_onto_a_table_and_stays_above_it() {
 fn a_cloth_dropped_over_a_soft_cube_lies_on_it() {
     let mut app = app();
     app.world_mut().spawn(Obstacle::halfspace(Vec3::Y));
-    let cube = app
-        .world_mut()
-        .spawn((
-            DeformableBody::cuboid(Vec3::splat(0.2), 4).unwrap(),
-            SoftMaterial::RUBBER,
-            Transform::from_xyz(0.0, 0.2, 0.0),
-        ))
-        .id();
+    let cube = spawn_rubber_cube(&mut app, 0.2);
     for _ in 0..30 {
         app.update();
     }
@@ -336,14 +340,7 @@ fn pins_selected_on_the_rectangle_hold_exactly_those_vertices() {
 fn a_cloth_pinned_to_a_soft_body_rides_on_it() {
     let mut app = app();
     let floor = app.world_mut().spawn(Obstacle::halfspace(Vec3::Y)).id();
-    let cube = app
-        .world_mut()
-        .spawn((
-            DeformableBody::cuboid(Vec3::splat(0.2), 4).unwrap(),
-            SoftMaterial::RUBBER,
-            Transform::from_xyz(0.0, 1.0, 0.0),
-        ))
-        .id();
+    let cube = spawn_rubber_cube(&mut app, 1.0);
     // The pinned edge (local z = -0.3) lies across the middle of the cube's top face (y =
     // 1.2, z = 0); the rest sticks out over the +z side.
     let cloth = DeformableCloth::rectangle(Vec2::new(0.3, 0.6), UVec2::new(3, 6))

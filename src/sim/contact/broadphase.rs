@@ -213,6 +213,25 @@ impl BodyBvh {
         out.extend(self.triangles.leaves(hits));
     }
 
+    /// Every boundary triangle whose box comes within `radius` (m) of `point` on every axis
+    /// (a superset of the triangles within `radius` of it), in the tree's order. The boxes are
+    /// widened by a relative 1e-6 for the test, in `f64`, as in
+    /// [`BodyBvh::triangles_along_ray`].
+    pub fn triangles_near(&self, point: Vec3, radius: f64) -> impl Iterator<Item = u32> + '_ {
+        let near = move |node: &parry3d::partitioning::BvhNode| {
+            let (lo, hi) = (node.mins(), node.maxs());
+            (0..3).all(|a| {
+                let (l, h) = (lo[a] as f64, hi[a] as f64);
+                let pad = 1e-6 * (1.0 + l.abs().max(h.abs())) + radius;
+                point[a] >= l - pad && point[a] <= h + pad
+            })
+        };
+        (self.triangle_count > 0)
+            .then(|| self.triangles.leaves(near))
+            .into_iter()
+            .flatten()
+    }
+
     /// The boxes (min, max corners, m) of the triangle tree's inner nodes, root first, for debug
     /// drawing; appended to `out`. Empty before the first fit.
     pub fn triangle_node_boxes(&self, out: &mut Vec<[Vec3; 2]>) {

@@ -5,11 +5,12 @@
 //!
 //! `cargo bench --bench drawn` prints, per cage and mode, the mean step, the PD iterations and
 //! relative residual of the last step, and where the lowest drawn point and the lowest cage
-//! vertex end (mm above the floor); then two such bunnies, one dropped 5 cm onto the other,
-//! touching by their drawn meshes (`BodyDesc::with_drawn_mesh`) or by their cages (drawn
-//! points against obstacles only): the mean step, the closest the upper bunny's drawn points
-//! come to the lower one's drawn triangles, and how many of their drawn triangles cross. It
-//! writes `target/bench/drawn.json`.
+//! vertex end (mm above the floor); then two such bunnies, one dropped 5 cm onto the other
+//! (5 cm to the side; and squarely, with a compression limit), touching by their drawn meshes
+//! (`BodyDesc::with_drawn_mesh`) or by their cages (drawn points against obstacles only): the
+//! mean step, the closest the upper bunny's drawn points come to the lower one's drawn
+//! triangles, and how many of their drawn triangles cross. It writes
+//! `target/bench/drawn.json`.
 
 // The bunny scene shared with `tests/sim_drawn.rs`.
 #[path = "../tests/common/mod.rs"]
@@ -18,7 +19,7 @@ mod common;
 use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::embed_points;
 use bevy_deformable::sim::{
-    BodyDesc, MaterialParams, ObstacleCollider, SoftWorld, Vec3, WorldSettings,
+    BodyDesc, MaterialParams, ObstacleCollider, SoftWorld, StrainLimitParams, Vec3, WorldSettings,
 };
 
 const STEPS: usize = 180;
@@ -51,11 +52,22 @@ fn run(cells: usize, drawn: bool) -> (usize, f64, usize, f64, f64, f64) {
     )
 }
 
-/// Two bunnies in cages of `cells` cells, the upper dropped 5 cm onto the lower (and 5 cm to
-/// the side), stepped for [`STEPS`] steps; touching by their drawn meshes (`mesh`) or their
-/// cages. Returns ms per step, the closest the upper's drawn points come to the lower's drawn
+/// How the upper bunny of [`stacked`] is dropped.
+#[derive(Clone, Copy)]
+enum Drop {
+    /// 5 cm to the side of the lower one.
+    OffCentre,
+    /// Squarely, both bunnies with a compression limit (`StrainLimitParams`, `min_stretch`
+    /// 0.5): without it a 5-cell cage is crushed inside out and the upper bunny sinks in, at
+    /// seconds per step (docs/PERFORMANCE.md).
+    SquarelyLimited,
+}
+
+/// Two bunnies in cages of `cells` cells, the upper dropped 5 cm onto the lower as `drop`
+/// says, stepped for [`STEPS`] steps; touching by their drawn meshes (`mesh`) or their cages.
+/// Returns ms per step, the closest the upper's drawn points come to the lower's drawn
 /// triangles (m), the pairs of their drawn triangles that cross, and the lowest drawn point (m).
-fn stacked(cells: usize, mesh: bool) -> (f64, f64, usize, f64) {
+fn stacked(cells: usize, mesh: bool, drop: Drop) -> (f64, f64, usize, f64) {
     let (surface, cage) = common::bunny::bunny(cells);
     let mut world = SoftWorld::new(WorldSettings::default());
     world
@@ -65,8 +77,20 @@ fn stacked(cells: usize, mesh: bool) -> (f64, f64, usize, f64) {
     let (low, high) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), y| {
         (l.min(y), h.max(y))
     });
+    let mut material = MaterialParams::JELLY;
+    if let Drop::SquarelyLimited = drop {
+        material.strain_limits = Some(StrainLimitParams {
+            min_stretch: 0.5,
+            max_stretch: 100.0,
+            stiffness_scale: 10.0,
+        });
+    }
+    let shift = match drop {
+        Drop::OffCentre => 0.05,
+        Drop::SquarelyLimited => 0.0,
+    };
     let desc = |at: Vec3| {
-        let d = BodyDesc::new(cage.clone(), MaterialParams::JELLY).with_position(at);
+        let d = BodyDesc::new(cage.clone(), material).with_position(at);
         if mesh {
             d.with_drawn_mesh(surface.positions().to_vec(), surface.triangles().to_vec())
         } else {
@@ -77,7 +101,7 @@ fn stacked(cells: usize, mesh: bool) -> (f64, f64, usize, f64) {
         .add_body_from(&desc(Vec3::new(0.0, 0.001 - low, 0.0)))
         .expect("the lower bunny");
     let upper = world
-        .add_body_from(&desc(Vec3::new(0.05, high - 2.0 * low + 0.05, 0.0)))
+        .add_body_from(&desc(Vec3::new(shift, high - 2.0 * low + 0.05, 0.0)))
         .expect("the upper bunny");
     let mut wall = 0.0;
     for _ in 0..STEPS {
@@ -159,22 +183,29 @@ fn main() {
     }
     println!("\ntwo bunnies, one dropped onto the other, {STEPS} steps, one thread");
     println!(
-        "| cage cells | touching by | ms/step | closest drawn points (mm) | crossing drawn triangle pairs | lowest drawn point (mm) |"
+        "| cage cells | touching by | drop | ms/step | closest drawn points (mm) | crossing drawn triangle pairs | lowest drawn point (mm) |"
     );
-    println!("| ---: | --- | ---: | ---: | ---: | ---: |");
-    for cells in [5, 7] {
-        for mesh in [false, true] {
-            let (ms, gap, crossings, lowest) = pool.install(|| stacked(cells, mesh));
-            let mode = if mesh { "drawn meshes" } else { "cages" };
-            println!(
-                "| {cells} | {mode} | {ms:.2} | {:.2} | {crossings} | {:.2} |",
-                gap * 1e3,
-                lowest * 1e3
-            );
-            json.push(format!(
-                "{{\"stacked_cells\": {cells}, \"drawn_mesh\": {mesh}, \"ms_per_step\": {ms:.4}, \"closest_m\": {gap:.4e}, \"crossings\": {crossings}, \"lowest_drawn_m\": {lowest:.4e}}}"
-            ));
-        }
+    println!("| ---: | --- | --- | ---: | ---: | ---: | ---: |");
+    let runs = [5, 7]
+        .into_iter()
+        .flat_map(|cells| [(cells, false), (cells, true)])
+        .map(|(cells, mesh)| (cells, mesh, Drop::OffCentre))
+        .chain([(5, true, Drop::SquarelyLimited)]);
+    for (cells, mesh, drop) in runs {
+        let (ms, gap, crossings, lowest) = pool.install(|| stacked(cells, mesh, drop));
+        let mode = if mesh { "drawn meshes" } else { "cages" };
+        let how = match drop {
+            Drop::OffCentre => "off-centre",
+            Drop::SquarelyLimited => "squarely, compression limit",
+        };
+        println!(
+            "| {cells} | {mode} | {how} | {ms:.2} | {:.2} | {crossings} | {:.2} |",
+            gap * 1e3,
+            lowest * 1e3
+        );
+        json.push(format!(
+            "{{\"stacked_cells\": {cells}, \"drawn_mesh\": {mesh}, \"drop\": \"{how}\", \"ms_per_step\": {ms:.4}, \"closest_m\": {gap:.4e}, \"crossings\": {crossings}, \"lowest_drawn_m\": {lowest:.4e}}}"
+        ));
     }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     let text = format!("[{}]\n", json.join(", "));

@@ -54,7 +54,7 @@ fn run(cells: usize, drawn: bool) -> (usize, f64, usize, f64, f64, f64) {
 
 /// How the upper bunny of [`stacked`] is dropped.
 #[derive(Clone, Copy)]
-enum Drop {
+enum Landing {
     /// 5 cm to the side of the lower one.
     OffCentre,
     /// Squarely, both bunnies with a compression limit (`StrainLimitParams`, `min_stretch`
@@ -67,7 +67,7 @@ enum Drop {
 /// says, stepped for [`STEPS`] steps; touching by their drawn meshes (`mesh`) or their cages.
 /// Returns ms per step, the closest the upper's drawn points come to the lower's drawn
 /// triangles (m), the pairs of their drawn triangles that cross, and the lowest drawn point (m).
-fn stacked(cells: usize, mesh: bool, drop: Drop) -> (f64, f64, usize, f64) {
+fn stacked(cells: usize, mesh: bool, drop: Landing) -> (f64, f64, usize, f64) {
     let (surface, cage) = common::bunny::bunny(cells);
     let mut world = SoftWorld::new(WorldSettings::default());
     world
@@ -78,7 +78,7 @@ fn stacked(cells: usize, mesh: bool, drop: Drop) -> (f64, f64, usize, f64) {
         (l.min(y), h.max(y))
     });
     let mut material = MaterialParams::JELLY;
-    if let Drop::SquarelyLimited = drop {
+    if let Landing::SquarelyLimited = drop {
         material.strain_limits = Some(StrainLimitParams {
             min_stretch: 0.5,
             max_stretch: 100.0,
@@ -86,8 +86,8 @@ fn stacked(cells: usize, mesh: bool, drop: Drop) -> (f64, f64, usize, f64) {
         });
     }
     let shift = match drop {
-        Drop::OffCentre => 0.05,
-        Drop::SquarelyLimited => 0.0,
+        Landing::OffCentre => 0.05,
+        Landing::SquarelyLimited => 0.0,
     };
     let desc = |at: Vec3| {
         let d = BodyDesc::new(cage.clone(), material).with_position(at);
@@ -189,14 +189,14 @@ fn main() {
     let runs = [5, 7]
         .into_iter()
         .flat_map(|cells| [(cells, false), (cells, true)])
-        .map(|(cells, mesh)| (cells, mesh, Drop::OffCentre))
-        .chain([(5, true, Drop::SquarelyLimited)]);
+        .map(|(cells, mesh)| (cells, mesh, Landing::OffCentre))
+        .chain([(5, true, Landing::SquarelyLimited)]);
     for (cells, mesh, drop) in runs {
         let (ms, gap, crossings, lowest) = pool.install(|| stacked(cells, mesh, drop));
         let mode = if mesh { "drawn meshes" } else { "cages" };
         let how = match drop {
-            Drop::OffCentre => "off-centre",
-            Drop::SquarelyLimited => "squarely, compression limit",
+            Landing::OffCentre => "off-centre",
+            Landing::SquarelyLimited => "squarely, compression limit",
         };
         println!(
             "| {cells} | {mode} | {how} | {ms:.2} | {:.2} | {crossings} | {:.2} |",

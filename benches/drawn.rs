@@ -123,18 +123,8 @@ fn stacked(cells: usize, mesh: bool, drop: Landing) -> (f64, f64, usize, f64) {
     let boxed = |t: &[Vec3; 3]| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]));
     let lower_triangles: Vec<[Vec3; 3]> = triangles.iter().map(|t| corners(&a, t)).collect();
     let lower_boxes: Vec<(Vec3, Vec3)> = lower_triangles.iter().map(boxed).collect();
-    let mut crossings = 0;
+    let crossings = common::bunny::crossing_pairs(&a, &b, triangles);
     let mut gap = f64::INFINITY;
-    for t in triangles {
-        let t = corners(&b, t);
-        let (lo, hi) = boxed(&t);
-        for (u, (ulo, uhi)) in lower_triangles.iter().zip(&lower_boxes) {
-            let apart = (0..3).any(|k| lo[k] > uhi[k] || hi[k] < ulo[k]);
-            if !apart && common::triangles_intersect(&t, u) {
-                crossings += 1;
-            }
-        }
-    }
     for p in &b {
         for (u, (ulo, uhi)) in lower_triangles.iter().zip(&lower_boxes) {
             // Only triangles whose box comes within the best distance yet can be closer.

@@ -280,32 +280,6 @@ fn two_drawn_boxes_rest_on_each_other_by_their_drawn_surfaces() {
     }
 }
 
-/// Pairs of the drawn triangles of two bunnies (drawn points `a`, `b`) that cross, pruned by
-/// their boxes.
-fn crossing_pairs(a: &[Vec3], b: &[Vec3], triangles: &[[u32; 3]]) -> usize {
-    let corners = |x: &[Vec3], t: &[u32; 3]| t.map(|v| x[v as usize]);
-    let boxed = |t: &[Vec3; 3]| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]));
-    let lower: Vec<([Vec3; 3], (Vec3, Vec3))> = triangles
-        .iter()
-        .map(|t| {
-            let c = corners(a, t);
-            (c, boxed(&c))
-        })
-        .collect();
-    let mut crossings = 0;
-    for t in triangles {
-        let t = corners(b, t);
-        let (lo, hi) = boxed(&t);
-        for (u, (ulo, uhi)) in &lower {
-            let apart = (0..3).any(|k| lo[k] > uhi[k] || hi[k] < ulo[k]);
-            if !apart && common::triangles_intersect(&t, u) {
-                crossings += 1;
-            }
-        }
-    }
-    crossings
-}
-
 /// Two bunnies in 5-cell cages touching by their drawn meshes, the upper dropped 5 cm onto the
 /// lower and `shift` (m) to the side, `material` for both: asserts that at most 30 pairs of
 /// their drawn triangles cross every 10 steps over the first 30 (the first touch is at step
@@ -340,7 +314,7 @@ fn bunnies_dropped_onto_each_other(shift: f64, material: MaterialParams) {
         let report = world.step(1.0 / 60.0).unwrap();
         assert!(report.frozen.is_empty(), "{:?}", report.frozen);
         if step % 10 == 0 {
-            let crossings = crossing_pairs(
+            let crossings = common::bunny::crossing_pairs(
                 &drawn(&world, lower),
                 &drawn(&world, upper),
                 surface.triangles(),

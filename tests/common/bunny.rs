@@ -44,3 +44,29 @@ pub fn dropped_bunny(cells: usize, drawn: bool) -> (SoftWorld, Vec<EmbeddedPoint
     world.add_body_from(&desc).unwrap();
     (world, embed_points(&cage, surface.positions()))
 }
+
+/// Pairs of the drawn triangles `triangles` over points `a` and over points `b` (two bodies'
+/// drawn surfaces) that cross, pruned by their boxes.
+pub fn crossing_pairs(a: &[Vec3], b: &[Vec3], triangles: &[[u32; 3]]) -> usize {
+    let corners = |x: &[Vec3], t: &[u32; 3]| t.map(|v| x[v as usize]);
+    let boxed = |t: &[Vec3; 3]| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]));
+    let first: Vec<([Vec3; 3], (Vec3, Vec3))> = triangles
+        .iter()
+        .map(|t| {
+            let c = corners(a, t);
+            (c, boxed(&c))
+        })
+        .collect();
+    let mut crossings = 0;
+    for t in triangles {
+        let t = corners(b, t);
+        let (lo, hi) = boxed(&t);
+        for (u, (ulo, uhi)) in &first {
+            let apart = (0..3).any(|k| lo[k] > uhi[k] || hi[k] < ulo[k]);
+            if !apart && super::triangles_intersect(&t, u) {
+                crossings += 1;
+            }
+        }
+    }
+    crossings
+}

@@ -7,7 +7,9 @@
 //! `cargo bench --bench pile` prints the mean step, its phases, the PD iterations and residual,
 //! and how deep bodies cross (the deepest surface vertex inside another body, sampled every
 //! third step outside the timings: the accuracy side of a change to the contacts) as the mean,
-//! 90th percentile and largest of the 77 samples, and writes `target/bench/pile.json`. The pour
+//! 90th percentile and largest of the 77 samples. It then steps the pile on to 15 s and
+//! prints when the last body landed and whether (and how soon after) every body slept, and
+//! writes `target/bench/pile.json`. The pour
 //! is chaotic, so a change to the contacts moves the crossing of any one step by chance: the
 //! mean and percentile are the steadier yardstick (the largest of 10 samples every 23 steps, the
 //! bench's figure before, went from 20 to 31 mm in one session with a change that moved the
@@ -33,6 +35,11 @@ const STEPS: usize = 240;
 const SKIPPED: usize = 10;
 /// Measured steps between two measures of the deepest crossing (outside the timings).
 const DEPTH_EVERY: usize = 3;
+/// How long (s) the pile is stepped in all, after the timed steps, to see when it sleeps.
+const REST_WATCH: f64 = 15.0;
+/// A body whose centre moves down faster than this (m/s) is still falling: the pile's last
+/// landing is the last step with such a body.
+const FALLING_SPEED: f64 = 0.3;
 
 /// The bucket (four box walls around a 1.2 m square, friction 0.3), the floor, and twenty
 /// bodies in five layers: cubes and balls of 0.1-0.17 m half size, `E` 100-300 kPa.
@@ -65,6 +72,110 @@ const SNAPSHOT_REPEATS: usize = 50;
 
 /// The mean time (ms) of a snapshot taken into a reused one and of a restore, on the world as
 /// it is (the first snapshot, which allocates, is not timed).
+/// When the pile's bodies last fell and when all of them slept (the real-content issue's "asleep
+/// within 3 s of the last landing").
+#[derive(Default)]
+struct RestWatch {
+    /// The last step (0-based) in which some body's centre moved down faster than
+    /// [`FALLING_SPEED`].
+    last_falling: Option<usize>,
+    /// The first step after which every body slept, if it came (and stayed to the end).
+    all_asleep: Option<usize>,
+}
+
+/// What [`RestWatch`] saw after [`REST_WATCH`] seconds.
+struct RestFigures {
+    /// Time of the last landing (s).
+    last_landing_s: f64,
+    /// Seconds from the last landing until every body slept; `None`: not within the watch.
+    asleep_after_s: Option<f64>,
+    /// Bodies awake at the end of the watch.
+    awake_at_end: usize,
+    /// Fastest vertex (m/s) of the awake bodies at the end of the watch.
+    fastest_awake_m_s: f64,
+}
+
+impl RestWatch {
+    /// Records step `step`'s falling bodies and sleep.
+    fn observe(&mut self, world: &SoftWorld, step: usize) {
+        let bodies: Vec<BodyHandle> = world.bodies().collect();
+        let falling = bodies.iter().any(|&b| {
+            let v = world.velocities(b).expect("a body");
+            let down = -v.iter().map(|v| v.y).sum::<f64>() / v.len() as f64;
+            down > FALLING_SPEED
+        });
+        if falling {
+            self.last_falling = Some(step);
+        }
+        let asleep = bodies.iter().all(|&b| world.is_asleep(b).expect("a body"));
+        self.all_asleep = match (asleep, self.all_asleep) {
+            (true, None) => Some(step),
+            (true, kept) => kept,
+            (false, _) => None,
+        };
+    }
+
+    /// Steps `world` on from step `from` until [`REST_WATCH`] seconds in all, observing.
+    fn watch_on(mut self, world: &mut SoftWorld, from: usize) -> RestFigures {
+        let total = (REST_WATCH / DT).round() as usize;
+        for step in from..total {
+            let report = world.step(DT).expect("the pile steps");
+            assert!(report.frozen.is_empty(), "step {step}: {:?}", report.frozen);
+            self.observe(world, step);
+        }
+        let time = |step: usize| (step + 1) as f64 * DT;
+        let last_landing_s = self.last_falling.map_or(0.0, time);
+        let awake: Vec<BodyHandle> = world
+            .bodies()
+            .filter(|&b| !world.is_asleep(b).expect("a body"))
+            .collect();
+        let fastest_awake_m_s = awake
+            .iter()
+            .flat_map(|&b| {
+                world
+                    .velocities(b)
+                    .expect("a body")
+                    .iter()
+                    .map(|v| v.norm())
+            })
+            .fold(0.0, f64::max);
+        RestFigures {
+            last_landing_s,
+            asleep_after_s: self.all_asleep.map(|s| time(s) - last_landing_s),
+            awake_at_end: awake.len(),
+            fastest_awake_m_s,
+        }
+    }
+}
+
+impl RestFigures {
+    /// The printed line.
+    fn line(&self) -> String {
+        let asleep = match self.asleep_after_s {
+            Some(s) => format!("every body asleep {s:.2} s after it"),
+            None => format!(
+                "not all asleep within {REST_WATCH} s: {} bodies awake, fastest vertex {:.3} m/s",
+                self.awake_at_end, self.fastest_awake_m_s
+            ),
+        };
+        format!(
+            "rest (stepped on to {REST_WATCH} s): last landing at {:.2} s (a centre falling faster than {FALLING_SPEED} m/s), {asleep}",
+            self.last_landing_s
+        )
+    }
+
+    /// The JSON fields.
+    fn json(&self) -> String {
+        let asleep = self
+            .asleep_after_s
+            .map_or("null".to_string(), |s| format!("{s:.3}"));
+        format!(
+            "\"last_landing_s\": {:.3}, \"asleep_after_landing_s\": {asleep}, \"awake_at_end\": {}, \"fastest_awake_m_s\": {:.4}",
+            self.last_landing_s, self.awake_at_end, self.fastest_awake_m_s
+        )
+    }
+}
+
 fn snapshot_costs(world: &mut SoftWorld) -> (f64, f64) {
     let mut snapshot = world.snapshot();
     let started = Instant::now();
@@ -140,9 +251,11 @@ fn main() {
     let mut crossings = Vec::with_capacity((STEPS - SKIPPED).div_ceil(DEPTH_EVERY));
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     let started = Instant::now();
+    let mut rest = RestWatch::default();
     for step in 0..STEPS {
         let report = world.step(DT).expect("the pile steps");
         assert!(report.frozen.is_empty(), "step {step}: {:?}", report.frozen);
+        rest.observe(&world, step);
         if step < SKIPPED {
             continue;
         }
@@ -195,6 +308,8 @@ fn main() {
         "(phases summed over bodies: CPU time across both threads; the residual is the worst island's at its last iteration; the crossing is the deepest vertex inside another body, sampled every {DEPTH_EVERY} steps: {} samples)",
         crossings.len()
     );
+    let rest_figures = rest.watch_on(&mut world, STEPS);
+    println!("{}", rest_figures.line());
     let (snapshot_ms, restore_ms) = snapshot_costs(&mut world);
     println!(
         "snapshot of the pile after the run: {snapshot_ms:.3} ms to take (into a reused one), {restore_ms:.3} ms to restore (means of {SNAPSHOT_REPEATS})"
@@ -209,8 +324,9 @@ fn main() {
         .map(|(key, v)| format!("\"{key}\": {v:.4}"))
         .collect();
     let json = format!(
-        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}, \"snapshot_ms\": {snapshot_ms:.4}, \"restore_ms\": {restore_ms:.4}, \"save_bytes\": {save_bytes}, \"save_ms\": {save_ms:.4}, \"load_ms\": {load_ms:.4}}}\n",
-        fields.join(", ")
+        "{{{}, \"residual\": {residual:.4e}, \"deepest_m\": {deepest:.4e}, \"crossing_mean_m\": {crossing_mean:.4e}, \"crossing_p90_m\": {crossing_p90:.4e}, \"largest_island\": {largest_island}, \"snapshot_ms\": {snapshot_ms:.4}, \"restore_ms\": {restore_ms:.4}, \"save_bytes\": {save_bytes}, \"save_ms\": {save_ms:.4}, \"load_ms\": {load_ms:.4}, {}}}\n",
+        fields.join(", "),
+        rest_figures.json()
     );
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join("pile.json"), &json)) {

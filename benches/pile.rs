@@ -70,8 +70,6 @@ fn scene() -> SoftWorld {
 /// Snapshots and restores timed per call.
 const SNAPSHOT_REPEATS: usize = 50;
 
-/// The mean time (ms) of a snapshot taken into a reused one and of a restore, on the world as
-/// it is (the first snapshot, which allocates, is not timed).
 /// When the pile's bodies last fell and when all of them slept (the real-content issue's "asleep
 /// within 3 s of the last landing").
 #[derive(Default)]
@@ -176,6 +174,8 @@ impl RestFigures {
     }
 }
 
+/// The mean time (ms) of a snapshot taken into a reused one and of a restore, on the world as
+/// it is (the first snapshot, which allocates, is not timed).
 fn snapshot_costs(world: &mut SoftWorld) -> (f64, f64) {
     let mut snapshot = world.snapshot();
     let started = Instant::now();

@@ -17,10 +17,7 @@
 mod common;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;
-use bevy_deformable::sim::embed::embed_points;
-use bevy_deformable::sim::{
-    BodyDesc, MaterialParams, ObstacleCollider, SoftWorld, StrainLimitParams, Vec3, WorldSettings,
-};
+use bevy_deformable::sim::{MaterialParams, Vec3};
 
 const STEPS: usize = 180;
 
@@ -68,57 +65,26 @@ enum Landing {
 /// Returns ms per step, the closest the upper's drawn points come to the lower's drawn
 /// triangles (m), the pairs of their drawn triangles that cross, and the lowest drawn point (m).
 fn stacked(cells: usize, mesh: bool, drop: Landing) -> (f64, f64, usize, f64) {
-    let (surface, cage) = common::bunny::bunny(cells);
-    let mut world = SoftWorld::new(WorldSettings::default());
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).expect("a floor"))
-        .expect("a floor");
-    let ys = surface.positions().iter().map(|p| p.y);
-    let (low, high) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), y| {
-        (l.min(y), h.max(y))
-    });
-    let mut material = MaterialParams::JELLY;
-    if let Landing::SquarelyLimited = drop {
-        material.strain_limits = Some(StrainLimitParams {
-            min_stretch: 0.5,
-            max_stretch: 100.0,
-            stiffness_scale: 10.0,
-        });
-    }
-    let shift = match drop {
-        Landing::OffCentre => 0.05,
-        Landing::SquarelyLimited => 0.0,
+    let (shift, material) = match drop {
+        Landing::OffCentre => (0.05, MaterialParams::JELLY),
+        Landing::SquarelyLimited => (
+            0.0,
+            common::bunny::compression_limited(MaterialParams::JELLY),
+        ),
     };
-    let desc = |at: Vec3| {
-        let d = BodyDesc::new(cage.clone(), material).with_position(at);
-        if mesh {
-            d.with_drawn_mesh(surface.positions().to_vec(), surface.triangles().to_vec())
-        } else {
-            d.with_drawn_surface(surface.positions().to_vec())
-        }
-    };
-    let lower = world
-        .add_body_from(&desc(Vec3::new(0.0, 0.001 - low, 0.0)))
-        .expect("the lower bunny");
-    let upper = world
-        .add_body_from(&desc(Vec3::new(shift, high - 2.0 * low + 0.05, 0.0)))
-        .expect("the upper bunny");
+    let mut scene = common::bunny::stacked_bunnies(cells, shift, material, mesh);
     let mut wall = 0.0;
     for _ in 0..STEPS {
-        wall += world
+        wall += scene
+            .world
             .step(1.0 / 60.0)
             .expect("the bunnies step")
             .wall
             .as_secs_f64()
             * 1e3;
     }
-    let points = embed_points(&cage, surface.positions());
-    let drawn = |h| -> Vec<Vec3> {
-        let x = world.positions(h).expect("live body");
-        points.iter().map(|p| p.position(x)).collect()
-    };
-    let (a, b) = (drawn(lower), drawn(upper));
-    let triangles = surface.triangles();
+    let (a, b) = (scene.drawn(scene.lower), scene.drawn(scene.upper));
+    let triangles = &scene.triangles;
     let corners = |x: &[Vec3], t: &[u32; 3]| t.map(|v| x[v as usize]);
     let boxed = |t: &[Vec3; 3]| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]));
     let lower_triangles: Vec<[Vec3; 3]> = triangles.iter().map(|t| corners(&a, t)).collect();

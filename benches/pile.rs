@@ -96,8 +96,7 @@ struct RestFigures {
 impl RestWatch {
     /// Records step `step`'s falling bodies and sleep.
     fn observe(&mut self, world: &SoftWorld, step: usize) {
-        let bodies: Vec<BodyHandle> = world.bodies().collect();
-        let falling = bodies.iter().any(|&b| {
+        let falling = world.bodies().any(|b| {
             let v = world.velocities(b).expect("a body");
             let down = -v.iter().map(|v| v.y).sum::<f64>() / v.len() as f64;
             down > FALLING_SPEED
@@ -105,7 +104,7 @@ impl RestWatch {
         if falling {
             self.last_falling = Some(step);
         }
-        let asleep = bodies.iter().all(|&b| world.is_asleep(b).expect("a body"));
+        let asleep = world.bodies().all(|b| world.is_asleep(b).expect("a body"));
         self.all_asleep = match (asleep, self.all_asleep) {
             (true, None) => Some(step),
             (true, kept) => kept,

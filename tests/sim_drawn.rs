@@ -6,8 +6,8 @@ use std::sync::Arc;
 use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::embed_points;
 use bevy_deformable::sim::{
-    BodyDesc, EmbeddedPoint, MaterialParams, ObstacleCollider, SoftWorld, StrainLimitParams,
-    TetMesh, Vec3, WorldError, WorldSettings,
+    BodyDesc, EmbeddedPoint, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3,
+    WorldError, WorldSettings,
 };
 
 mod common;
@@ -285,39 +285,15 @@ fn two_drawn_boxes_rest_on_each_other_by_their_drawn_surfaces() {
 /// their drawn triangles cross every 10 steps over the first 30 (the first touch is at step
 /// 15).
 fn bunnies_dropped_onto_each_other(shift: f64, material: MaterialParams) {
-    let (surface, cage) = bunny(5);
-    let mut world = SoftWorld::new(WorldSettings::default());
-    world
-        .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
-        .unwrap();
-    let ys = surface.positions().iter().map(|p| p.y);
-    let (low, high) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), y| {
-        (l.min(y), h.max(y))
-    });
-    let desc = |at: Vec3| {
-        BodyDesc::new(cage.clone(), material)
-            .with_position(at)
-            .with_drawn_mesh(surface.positions().to_vec(), surface.triangles().to_vec())
-    };
-    let lower = world
-        .add_body_from(&desc(Vec3::new(0.0, 0.001 - low, 0.0)))
-        .unwrap();
-    let upper = world
-        .add_body_from(&desc(Vec3::new(shift, high - 2.0 * low + 0.05, 0.0)))
-        .unwrap();
-    let points = embed_points(&cage, surface.positions());
-    let drawn = |world: &SoftWorld, h| -> Vec<Vec3> {
-        let x = world.positions(h).unwrap();
-        points.iter().map(|p| p.position(x)).collect()
-    };
+    let mut scene = common::bunny::stacked_bunnies(5, shift, material, true);
     for step in 1..=30 {
-        let report = world.step(1.0 / 60.0).unwrap();
+        let report = scene.world.step(1.0 / 60.0).unwrap();
         assert!(report.frozen.is_empty(), "{:?}", report.frozen);
         if step % 10 == 0 {
             let crossings = common::bunny::crossing_pairs(
-                &drawn(&world, lower),
-                &drawn(&world, upper),
-                surface.triangles(),
+                &scene.drawn(scene.lower),
+                &scene.drawn(scene.upper),
+                &scene.triangles,
             );
             assert!(
                 crossings <= 30,
@@ -345,13 +321,10 @@ fn two_caged_bunnies_dropped_onto_each_other_do_not_sink_into_each_other() {
 /// caveats).
 #[test]
 fn with_a_compression_limit_a_caged_bunny_dropped_squarely_onto_another_does_not_sink_in() {
-    let mut material = MaterialParams::JELLY;
-    material.strain_limits = Some(StrainLimitParams {
-        min_stretch: 0.5,
-        max_stretch: 100.0,
-        stiffness_scale: 10.0,
-    });
-    bunnies_dropped_onto_each_other(0.0, material);
+    bunnies_dropped_onto_each_other(
+        0.0,
+        common::bunny::compression_limited(MaterialParams::JELLY),
+    );
 }
 
 #[test]

@@ -269,13 +269,13 @@ pub enum CollisionProxy {
     /// What is drawn collides with obstacles (as [`CollisionProxy::Drawn`]) and with other soft
     /// bodies and itself: the `Mesh3d`'s vertices against their surface triangles, their
     /// surface vertices against its triangles. Two such bodies rest on each other by what is
-    /// drawn instead of by their cages. Limits: a drawn mesh has no edge-edge contacts; a deep
-    /// overlap (an overlapping spawn) is pushed apart only where both surfaces are closed; it
-    /// holds where the island's contact rows fit the exact contact solve (up to 1,024 rows:
-    /// two detailed bunnies of 5,000 drawn vertices in 5-cell cages need about 100); and a
-    /// coarse cage crushed inside out lets what it carries through (such a bunny dropped
-    /// squarely onto another sinks in, unless [`SoftMaterial::strain_limits`] sets a
-    /// compression limit). A mesh that is not a triangle list, or whose triangles the world
+    /// drawn instead of by their cages, and where drawn creases cross between the points, their
+    /// edges hold them apart. Limits: a deep overlap (an overlapping spawn) is pushed apart only
+    /// where both surfaces are closed; it holds where the island's contact rows fit the exact
+    /// contact solve (up to 1,024 rows: two detailed bunnies of 5,000 drawn vertices in 5-cell
+    /// cages need about 100); and a coarse cage crushed inside out lets what it carries through
+    /// (such a bunny dropped squarely onto another sinks in, unless
+    /// [`SoftMaterial::strain_limits`] sets a compression limit). A mesh that is not a triangle list, or whose triangles the world
     /// refuses, meets other bodies by the tet mesh's surface (with a warning).
     DrawnMesh,
     /// Every tet vertex collides, whatever is drawn: a cage collides, not the detailed mesh it

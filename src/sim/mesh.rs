@@ -668,8 +668,9 @@ pub(crate) fn surface_rings(n: usize, surface: &[[u32; 3]]) -> (Vec<u32>, Vec<u3
     (starts, pairs.into_iter().map(|(_, b)| b).collect())
 }
 
-/// The boundary edges `[a, b]` (`a < b`, sorted) and, per edge, two triangles sharing it.
-fn edge_adjacency(surface: &[[u32; 3]]) -> (Vec<[u32; 2]>, Vec<[u32; 2]>) {
+/// The boundary edges `[a, b]` (`a < b`, sorted) and, per edge, two triangles sharing it (the
+/// same one twice where only one has it).
+pub(crate) fn edge_adjacency(surface: &[[u32; 3]]) -> (Vec<[u32; 2]>, Vec<[u32; 2]>) {
     let mut sides: Vec<([u32; 2], u32)> = surface
         .iter()
         .enumerate()

@@ -183,6 +183,25 @@ impl BodyBvh {
         overlap(&self.proxies.root_aabb(), &other.triangles.root_aabb())
     }
 
+    /// Whether any edge of `self` may come within `margin` (m) of an edge of `other` over the
+    /// motion their triangle trees were fitted to: the triangles' root boxes overlap once
+    /// apart by up to `margin` (with a relative 1e-6 for their `f32` rounding). Every edge is a
+    /// side of a triangle, and its box is its triangle's grown by half the margin
+    /// ([`BodyBvh::update_edges`]), so where this is false no pair of edges is a candidate and
+    /// the edge trees need no fitting.
+    pub fn edges_may_meet(&self, other: &BodyBvh, margin: f64) -> bool {
+        if self.triangle_count == 0 || other.triangle_count == 0 {
+            return false;
+        }
+        let (a, b) = (self.triangles.root_aabb(), other.triangles.root_aabb());
+        (0..3).all(|k| {
+            let [alo, ahi, blo, bhi] = [a.mins[k], a.maxs[k], b.mins[k], b.maxs[k]].map(f64::from);
+            let pad =
+                margin + 1e-6 * (1.0 + alo.abs().max(ahi.abs()).max(blo.abs()).max(bhi.abs()));
+            alo <= bhi + pad && blo <= ahi + pad
+        })
+    }
+
     /// Every boundary triangle whose box the ray `origin + t dir` (`t >= 0`, m) passes through,
     /// appended to `out` (cleared first) in the tree's order. The boxes are widened by a
     /// relative 1e-6 for the test, in `f64`, so a ray grazing a box's `f32` face is not missed.
@@ -411,6 +430,43 @@ mod tests {
         assert!(pairs.is_empty());
         candidate_pairs(&body, &empty, &mut pairs);
         assert!(pairs.is_empty());
+    }
+
+    #[test]
+    fn bodies_whose_edges_pair_are_those_whose_triangle_roots_say_they_may_meet() {
+        // Two lattice cubes, the second moving past the first at offsets whose gaps run from
+        // overlap to well beyond the margin (near it in most scenes): wherever the edge trees
+        // give a candidate pair, the triangle trees' roots say the edges may meet.
+        let cube = crate::sim::mesh::TetMesh::cuboid(Vec3::repeat(0.5), 2);
+        let (x, triangles, edges) = (
+            cube.rest_positions(),
+            cube.surface_triangles(),
+            cube.surface_edges(),
+        );
+        let margin = 0.01;
+        let mut rng = Rng(0x51de_ed9e);
+        let (mut paired, mut apart) = (0, 0);
+        for _ in 0..400 {
+            let mut offset = point(&mut rng, 0.02);
+            offset.x += 1.0 + 0.01 * rng.unit() - 0.01;
+            let motion = point(&mut rng, 0.01);
+            let start: Vec<Vec3> = x.iter().map(|p| p + offset).collect();
+            let end: Vec<Vec3> = start.iter().map(|p| p + motion).collect();
+            let (mut a, mut b) = (BodyBvh::default(), BodyBvh::default());
+            a.update_swept(x, x, x, x, triangles, margin);
+            a.update_edges(x, x, edges, margin);
+            b.update_swept(&start, &end, &start, &end, triangles, margin);
+            b.update_edges(&start, &end, edges, margin);
+            let mut pairs = Vec::new();
+            candidate_edge_pairs(&a, &b, &mut pairs);
+            let may = a.edges_may_meet(&b, margin);
+            assert_eq!(may, b.edges_may_meet(&a, margin));
+            assert!(pairs.is_empty() || may, "offset {offset:?}");
+            paired += usize::from(!pairs.is_empty());
+            apart += usize::from(!may);
+        }
+        assert!(paired > 40 && apart > 40, "{paired} paired, {apart} apart");
+        assert!(!BodyBvh::default().edges_may_meet(&BodyBvh::default(), margin));
     }
 
     #[test]

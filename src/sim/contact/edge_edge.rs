@@ -1,5 +1,6 @@
-//! Edge-edge contacts between boundary edges of two soft bodies, or of one body
-//! (self-collision).
+//! Edge-edge contacts between surface edges of two soft bodies, or of one body
+//! (self-collision): a tet surface's boundary edges, or a drawn mesh's edges between its
+//! embedded points ([`super::surface_shape`]).
 //!
 //! Point-triangle contacts ([`super::soft`]) keep every surface *vertex* out of the other
 //! surface, but two surfaces can still cross with no vertex inside the other: a cube's edge
@@ -31,13 +32,16 @@
 //!
 //! The world uses these contacts between two bodies and, with self-collision on, within one
 //! body (a layer folded over onto the side edge of the layer below), when
-//! `WorldSettings::edge_contacts` is on (the default).
+//! `WorldSettings::edge_contacts` is on (the default). On a drawn surface an edge's ends are
+//! drawn points, each carried by its tet's four vertices: the island expands them as it does a
+//! drawn point of a vertex-triangle contact. Without them, two detailed bodies pressed together
+//! crossed where their drawn creases met between the points (edges through faces), and the
+//! crossing grew from there.
 
 use super::broadphase::{BodyBvh, candidate_edge_pairs};
 use super::soft::SoftSurface;
 use super::surface_shape::SurfaceShape;
 use crate::sim::math::Vec3;
-use crate::sim::mesh::TetMesh;
 
 /// Largest `sin^2` of the angle between two edges treated as parallel (15 degrees). Nearly
 /// parallel edges have closest points that jump along them with the slightest motion, and a
@@ -58,16 +62,17 @@ const CREASE_COS: f64 = 0.94;
 /// or concave edge ([`Exit::Front`]).
 const FRONT_SLACK: f64 = -0.087;
 
-/// A boundary edge of one body against a boundary edge of another body, or of the same body.
+/// A surface edge of one body against a surface edge of another body, or of the same body.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EdgeContact {
     /// Body of the first edge (an index chosen by the caller).
     pub body_a: u32,
-    /// The first edge's vertices (indices into its body's mesh).
+    /// The first edge's ends: surface points (mesh vertices on a tet surface, drawn points on a
+    /// drawn one, [`super::SurfaceShape`]).
     pub edge_a: [u32; 2],
     /// Body of the second edge.
     pub body_b: u32,
-    /// The second edge's vertices.
+    /// The second edge's ends (surface points).
     pub edge_b: [u32; 2],
     /// Parameter of the closest point on the first edge, `(1 - s) a0 + s a1`, frozen at
     /// detection.
@@ -87,22 +92,23 @@ impl EdgeContact {
         self.body_a == self.body_b
     }
 
-    /// The closest point on the first edge at vertex positions `x_a` of its body (m).
+    /// The closest point on the first edge at surface point positions `x_a` of its body (m).
     pub fn point_a(&self, x_a: &[Vec3]) -> Vec3 {
         (1.0 - self.s) * x_a[self.edge_a[0] as usize] + self.s * x_a[self.edge_a[1] as usize]
     }
 
-    /// The closest point on the second edge at vertex positions `x_b` of its body (m).
+    /// The closest point on the second edge at surface point positions `x_b` of its body (m).
     pub fn point_b(&self, x_b: &[Vec3]) -> Vec3 {
         (1.0 - self.t) * x_b[self.edge_b[0] as usize] + self.t * x_b[self.edge_b[1] as usize]
     }
 
-    /// The signed gap `n' (p - q)` (m) at vertex positions of the two bodies.
+    /// The signed gap `n' (p - q)` (m) at surface point positions of the two bodies.
     pub fn gap(&self, x_a: &[Vec3], x_b: &[Vec3]) -> f64 {
         self.normal.dot(&(self.point_a(x_a) - self.point_b(x_b)))
     }
 
-    /// `(body, vertex, weight)` of the four terms of `n' (sum weight x)`, first edge positive.
+    /// `(body, surface point, weight)` of the four terms of `n' (sum weight x)`, first edge
+    /// positive.
     pub fn terms(&self) -> [(u32, u32, f64); 4] {
         [
             (self.body_a, self.edge_a[0], 1.0 - self.s),
@@ -113,8 +119,8 @@ impl EdgeContact {
     }
 }
 
-/// Fits `bvh`'s edge tree to a body's motion from `x_start` to `x_end` (m): its boundary
-/// edges (none for a drawn surface), grown so that pairs within `margin` (m) are candidates.
+/// Fits `bvh`'s edge tree to a body's motion from `x_start` to `x_end` (m, per surface point):
+/// its surface's edges, grown so that pairs within `margin` (m) are candidates.
 pub fn fit_edge_bvh(
     bvh: &mut BodyBvh,
     shape: SurfaceShape<'_>,
@@ -122,11 +128,10 @@ pub fn fit_edge_bvh(
     x_end: &[Vec3],
     margin: f64,
 ) {
-    let edges = shape.tet().map_or(&[][..], TetMesh::surface_edges);
-    bvh.update_edges(x_start, x_end, edges, margin);
+    bvh.update_edges(x_start, x_end, shape.edges(), margin);
 }
 
-/// How a unit direction `d` leaves a body at one of its boundary edges.
+/// How a unit direction `d` leaves a body at one of its surface edges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Exit {
     /// The edge is a convex crease (its faces' normals more than [`CREASE_COS`] apart) and `d`
@@ -142,9 +147,11 @@ enum Exit {
     No,
 }
 
-/// How unit direction `d` leaves the body through boundary edge `e` of `mesh` at positions `x`.
-fn exit_through_edge(mesh: &TetMesh, x: &[Vec3], e: usize, d: &Vec3) -> Exit {
-    let [t1, t2] = mesh.edge_triangles()[e].map(|t| mesh.surface_triangles()[t as usize]);
+/// How unit direction `d` leaves the body through edge `e` of its surface `shape` at surface
+/// point positions `x`.
+fn exit_through_edge(shape: SurfaceShape<'_>, x: &[Vec3], e: usize, d: &Vec3) -> Exit {
+    let triangles = shape.triangles();
+    let [t1, t2] = shape.edge_triangles()[e].map(|t| triangles[t as usize]);
     let normal = |t: [u32; 3]| {
         let [p, q, r] = t.map(|v| x[v as usize]);
         (q - p).cross(&(r - p)).try_normalize(0.0)
@@ -153,7 +160,7 @@ fn exit_through_edge(mesh: &TetMesh, x: &[Vec3], e: usize, d: &Vec3) -> Exit {
         return Exit::No;
     };
     // Convex: the second face's far corner is behind the first face's plane.
-    let edge = mesh.surface_edges()[e];
+    let edge = shape.edges()[e];
     let Some(&far) = t2.iter().find(|v| !edge.contains(v)) else {
         return Exit::No;
     };
@@ -213,7 +220,7 @@ pub fn edge_closest_parameters(a0: &Vec3, a1: &Vec3, b0: &Vec3, b1: &Vec3) -> Op
     (inside(s) && inside(t)).then_some((s, t))
 }
 
-/// Appends to `out` the contacts between `a`'s and `b`'s boundary edges (`a` and `b` the same
+/// Appends to `out` the contacts between `a`'s and `b`'s surface edges (`a` and `b` the same
 /// body for self-collision, where neighbouring edges are skipped): pairs whose closest points
 /// are interior to both edges, apart where the motion starts, and within `margin` (m) of each
 /// other along their frozen normal at the end of the motion, and whose edges pair
@@ -228,16 +235,12 @@ pub fn detect_edge_contacts(
     pairs: &mut Vec<(u32, u32)>,
     out: &mut Vec<EdgeContact>,
 ) {
-    // Drawn surfaces have no edge contacts (`super::surface_shape`).
-    let (Some(mesh_a), Some(mesh_b)) = (a.shape.tet(), b.shape.tet()) else {
-        return;
-    };
     let self_collision = a.body == b.body;
     candidate_edge_pairs(a.bvh, b.bvh, pairs);
-    let (edges_a, edges_b) = (mesh_a.surface_edges(), mesh_b.surface_edges());
+    let (edges_a, edges_b) = (a.shape.edges(), b.shape.edges());
     for &(i, j) in pairs.iter() {
         let (ea, eb) = (edges_a[i as usize], edges_b[j as usize]);
-        if self_collision && mesh_a.are_near_edges(&ea, &eb) {
+        if self_collision && a.shape.are_near_edges(&ea, &eb) {
             continue;
         }
         let [a0, a1] = ea.map(|v| a.x_start[v as usize]);
@@ -262,10 +265,10 @@ pub fn detect_edge_contacts(
         // The normal leaves the second body through its edge and enters the first through its
         // edge (`edges_pair`).
         let n = offset / distance;
-        let exit = |m: &TetMesh, s: &SoftSurface<'_>, e: u32, d: &Vec3| {
-            exit_through_edge(m, s.x_start, e as usize, d)
+        let exit = |s: &SoftSurface<'_>, e: u32, d: &Vec3| {
+            exit_through_edge(s.shape, s.x_start, e as usize, d)
         };
-        if !edges_pair(exit(mesh_a, a, i, &-n), exit(mesh_b, b, j, &n), draped) {
+        if !edges_pair(exit(a, i, &-n), exit(b, j, &n), draped) {
             continue;
         }
         let mut contact = EdgeContact {
@@ -290,6 +293,7 @@ pub fn detect_edge_contacts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::mesh::TetMesh;
     use crate::sim::test_rng::Rng;
 
     #[test]
@@ -343,7 +347,10 @@ mod tests {
         );
     }
 
+    use crate::sim::contact::soft::fit_surface_bvh;
+    use crate::sim::contact::surface_shape::DrawnMesh;
     use crate::sim::contact::test_body::MovingBody;
+    use crate::sim::embed::EmbeddedPoint;
     use nalgebra::Rotation3;
     use std::f64::consts::{FRAC_PI_2, FRAC_PI_4};
 
@@ -448,6 +455,93 @@ mod tests {
         );
         let out = edge_contacts(&flat, &lower, true);
         assert!(out.is_empty(), "{out:?}");
+    }
+
+    /// A body's boundary as a drawn mesh over its surface vertices, moving as the body does,
+    /// with its trees fitted (1 cm margin); and each drawn point's mesh vertex.
+    struct DrawnBody {
+        mesh: DrawnMesh,
+        start: Vec<Vec3>,
+        end: Vec<Vec3>,
+        bvh: BodyBvh,
+        vertex: Vec<u32>,
+    }
+
+    impl DrawnBody {
+        fn of(body: &MovingBody) -> Self {
+            let vertex = body.mesh.surface_vertices().to_vec();
+            let mut point = vec![u32::MAX; body.mesh.vertex_count()];
+            for (i, &v) in vertex.iter().enumerate() {
+                point[v as usize] = i as u32;
+            }
+            let triangles = body.mesh.surface_triangles().iter();
+            let mesh = DrawnMesh::new(
+                vertex.iter().map(|&v| EmbeddedPoint::vertex(v)).collect(),
+                triangles.map(|t| t.map(|v| point[v as usize])).collect(),
+            );
+            let at = |x: &[Vec3]| vertex.iter().map(|&v| x[v as usize]).collect::<Vec<_>>();
+            let (start, end) = (at(&body.start), at(&body.end));
+            let mut bvh = BodyBvh::default();
+            let shape = SurfaceShape::Drawn(&mesh);
+            fit_surface_bvh(&mut bvh, shape, &start, &end, 0.01, &mut Vec::new());
+            fit_edge_bvh(&mut bvh, shape, &start, &end, 0.01);
+            Self {
+                mesh,
+                start,
+                end,
+                bvh,
+                vertex,
+            }
+        }
+
+        fn surface(&self, body: u32) -> SoftSurface<'_> {
+            SoftSurface {
+                body,
+                shape: SurfaceShape::Drawn(&self.mesh),
+                x_start: &self.start,
+                x_end: &self.end,
+                x_reference: &self.start,
+                bvh: &self.bvh,
+            }
+        }
+    }
+
+    #[test]
+    fn a_drawn_surface_finds_the_edge_contacts_of_the_same_triangles_on_a_tet_surface() {
+        // The scenes of the two tests above, the cubes' boundaries given as drawn meshes over
+        // their surface vertices: the same contacts, with drawn points for mesh vertices.
+        let lower = unit_cube();
+        let scenes = [
+            (ridge(0.5, false, 0.0, 0.5, 0.01), false, 0),
+            (ridge(0.5, true, 0.1, 0.8, 0.01), false, 1),
+            (ridge(0.25, true, 0.1, 0.0, 0.01), false, 0),
+            (ridge(0.25, true, 0.1, 0.0, 0.01), true, 1),
+            (ridge(0.5, true, 0.1, 0.8, -0.01), false, 0),
+        ];
+        let drawn_lower = DrawnBody::of(&lower);
+        for (upper, draped, count) in scenes {
+            let on_tets = edge_contacts(&upper, &lower, draped);
+            let drawn_upper = DrawnBody::of(&upper);
+            let (mut pairs, mut on_drawn) = (Vec::new(), Vec::new());
+            detect_edge_contacts(
+                &drawn_upper.surface(1),
+                &drawn_lower.surface(0),
+                0.01,
+                draped,
+                &mut pairs,
+                &mut on_drawn,
+            );
+            assert_eq!(on_tets.len(), count, "{on_tets:?}");
+            assert_eq!(on_drawn.len(), count, "{on_drawn:?}");
+            for (t, d) in on_tets.iter().zip(&on_drawn) {
+                let mapped = EdgeContact {
+                    edge_a: d.edge_a.map(|p| drawn_upper.vertex[p as usize]),
+                    edge_b: d.edge_b.map(|p| drawn_lower.vertex[p as usize]),
+                    ..*d
+                };
+                assert_eq!(&mapped, t);
+            }
+        }
     }
 
     #[test]

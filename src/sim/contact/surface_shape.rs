@@ -9,13 +9,13 @@
 //! for a drawn one. A contact's point indices are therefore mesh vertices on a tet surface and
 //! drawn points on a drawn one; the island expands a drawn point into its tet's vertices.
 //!
-//! Edge-edge contacts ([`super::edge_edge`]) take tet surfaces only: a drawn surface has none
-//! (where drawn creases cross, only its points against the other body's triangles, both ways,
-//! hold them apart).
+//! Edge-edge contacts ([`super::edge_edge`]) read the surface's edges the same way: a tet
+//! surface's boundary edges between mesh vertices, or a drawn mesh's edges between drawn points,
+//! each with the two triangles that share it.
 
 use crate::sim::embed::EmbeddedPoint;
 use crate::sim::math::Vec3;
-use crate::sim::mesh::{TetMesh, surface_rings};
+use crate::sim::mesh::{TetMesh, edge_adjacency, surface_rings};
 
 /// A triangle mesh a body is drawn with, its points embedded in the body's tets: what the
 /// body touches other bodies with once [`crate::sim::SoftWorld::set_drawn_mesh`] gave it.
@@ -27,6 +27,10 @@ pub struct DrawnMesh {
     vertices: Vec<u32>,
     ring_starts: Vec<u32>,
     ring: Vec<u32>,
+    /// The edges `[a, b]` (`a < b`, sorted), and per edge two triangles sharing it (the same
+    /// one twice on an open border).
+    edges: Vec<[u32; 2]>,
+    edge_triangles: Vec<[u32; 2]>,
     closed: bool,
 }
 
@@ -37,12 +41,15 @@ impl DrawnMesh {
         let n = points.len();
         let (ring_starts, ring) = surface_rings(n, &triangles);
         let closed = is_closed(&triangles);
+        let (edges, edge_triangles) = edge_adjacency(&triangles);
         Self {
             vertices: (0..n as u32).collect(),
             points,
             triangles,
             ring_starts,
             ring,
+            edges,
+            edge_triangles,
             closed,
         }
     }
@@ -134,6 +141,32 @@ impl<'a> SurfaceShape<'a> {
                 t.iter().any(|&c| c == v || ring.binary_search(&c).is_ok())
             }
         }
+    }
+
+    /// The surface's edges `[a, b]` between surface points (`a < b`, sorted).
+    pub fn edges(&self) -> &'a [[u32; 2]] {
+        match self {
+            SurfaceShape::Tet(m) => m.surface_edges(),
+            SurfaceShape::Drawn(d) => &d.edges,
+        }
+    }
+
+    /// Per edge (same order as [`SurfaceShape::edges`]): two triangles sharing it, indices into
+    /// [`SurfaceShape::triangles`] (the same one twice where only one does).
+    pub fn edge_triangles(&self) -> &'a [[u32; 2]] {
+        match self {
+            SurfaceShape::Tet(m) => m.edge_triangles(),
+            SurfaceShape::Drawn(d) => &d.edge_triangles,
+        }
+    }
+
+    /// Whether two edges are neighbours for a self-collision test: they share a point or an
+    /// edge joins one's point to the other's.
+    pub fn are_near_edges(&self, e: &[u32; 2], f: &[u32; 2]) -> bool {
+        e.iter().any(|&v| {
+            let ring = self.ring(v);
+            f.iter().any(|&c| c == v || ring.binary_search(&c).is_ok())
+        })
     }
 
     /// The tet mesh, for a tet surface.

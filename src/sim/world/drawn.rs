@@ -82,11 +82,12 @@ impl SoftWorld {
     /// (embedded in its tets) against obstacles as [`SoftWorld::set_drawn_surface`] says, and
     /// the mesh (`points` with `triangles`, indices into `points`, outward by the right-hand
     /// rule) against other bodies and itself: its points against their surface triangles,
-    /// their surface points against its triangles. Its tet mesh's surface then no longer
-    /// touches other bodies. Repeated points (a render mesh's seam copies) are merged, and the
-    /// triangles follow. Deep overlaps are resolved only between closed surfaces (every edge
-    /// shared by two triangles), and a drawn surface has no edge-edge contacts (see
-    /// [`crate::sim::contact::surface_shape`]).
+    /// their surface points against its triangles, and (with
+    /// [`crate::sim::WorldSettings::edge_contacts`]) its edges against theirs where creases
+    /// cross between the points. Its tet mesh's surface then no longer touches other bodies.
+    /// Repeated points (a render mesh's seam copies) are merged, and the triangles follow. Deep
+    /// overlaps are resolved only between closed surfaces (every edge shared by two triangles;
+    /// see [`crate::sim::contact::surface_shape`]).
     ///
     /// # Errors
     /// As [`SoftWorld::set_drawn_surface`], and [`WorldError::DrawnTriangleOutOfRange`] for a

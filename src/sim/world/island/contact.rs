@@ -83,8 +83,12 @@ impl IslandContact {
                 }
             }
             IslandContact::Edge(c) => {
-                for (b, v, w) in c.terms() {
-                    push(b, v, w);
+                // Each end a surface point: a vertex, or a drawn point's tet vertices.
+                for (b, p, weight) in c.terms() {
+                    let (end, count) = bodies[b as usize].surface_point_terms(p);
+                    for &(v, w) in &end[..count] {
+                        push(b, v, weight * w);
+                    }
                 }
             }
         }
@@ -139,13 +143,12 @@ impl IslandContact {
                     }
                 }
             }
-            // Edges are a tet surface's: their ends are mesh vertices.
             IslandContact::Edge(c) => {
                 if c.body_a == body {
-                    c.edge_a.iter().for_each(|&v| push(&mut out, v));
+                    c.edge_a.iter().for_each(|&p| push_point(&mut out, p));
                 }
                 if c.body_b == body {
-                    c.edge_b.iter().for_each(|&v| push(&mut out, v));
+                    c.edge_b.iter().for_each(|&p| push_point(&mut out, p));
                 }
             }
         }
@@ -227,4 +230,23 @@ pub(crate) fn soft_gap(
         .map(|k| c.weights[k] * t.surface_point(c.triangle_vertices[k], xt))
         .sum();
     c.normal.dot(&(a.surface_point(c.vertex, xa) - q))
+}
+
+/// The closest point (m) of an edge contact's edge `edge` at parameter `s` on body `body` at
+/// vertex positions `x` (its ends drawn points or vertices, [`SoftBody::surface_point`]).
+pub(crate) fn edge_point(edge: [u32; 2], s: f64, body: &SoftBody, x: &[Vec3]) -> Vec3 {
+    (1.0 - s) * body.surface_point(edge[0], x) + s * body.surface_point(edge[1], x)
+}
+
+/// The signed gap `n' (p - q)` (m) of edge contact `c` at vertex positions `xa` of its first
+/// edge's body `a` and `xb` of its second edge's body `b`.
+pub(crate) fn edge_gap(
+    c: &EdgeContact,
+    a: &SoftBody,
+    xa: &[Vec3],
+    b: &SoftBody,
+    xb: &[Vec3],
+) -> f64 {
+    c.normal
+        .dot(&(edge_point(c.edge_a, c.s, a, xa) - edge_point(c.edge_b, c.t, b, xb)))
 }

@@ -315,7 +315,7 @@ impl Island {
 
 impl Island {
     /// Whether row `j` is over embedded points: an obstacle row of an embedded point (more than
-    /// one vertex), or a soft row with a drawn surface on either side (see
+    /// one vertex), or a soft or edge row with a drawn surface on either side (see
     /// [`EMBEDDED_ROW_COMPLIANCE`]).
     fn row_is_embedded(&self, j: usize, bodies: &[SoftBody]) -> bool {
         match &self.contacts[self.row_contact[j] as usize] {
@@ -324,7 +324,10 @@ impl Island {
                     || bodies[c.triangle_body as usize].drawn.is_some()
             }
             IslandContact::Obstacle { .. } => self.rows[j].len > 1,
-            IslandContact::Edge(_) => false,
+            IslandContact::Edge(c) => {
+                bodies[c.body_a as usize].drawn.is_some()
+                    || bodies[c.body_b as usize].drawn.is_some()
+            }
         }
     }
 

@@ -61,7 +61,7 @@ mod rigid;
 mod tests;
 mod warm_start;
 
-pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact, soft_gap};
+pub(crate) use contact::{EDGE_SKIN_SHARE, IslandContact, edge_gap, edge_point, soft_gap};
 pub(crate) use dual::MAX_DUAL_ROWS;
 pub(crate) use friction::ContactMemory;
 pub(crate) use layout::{Layout, NO_ISLAND};
@@ -527,8 +527,8 @@ impl Island {
                 skin - soft_gap(c, a, &a.x, t, &t.x)
             }
             IslandContact::Edge(c) => {
-                EDGE_SKIN_SHARE * skin
-                    - c.gap(&bodies[c.body_a as usize].x, &bodies[c.body_b as usize].x)
+                let (a, b) = (&bodies[c.body_a as usize], &bodies[c.body_b as usize]);
+                EDGE_SKIN_SHARE * skin - edge_gap(c, a, &a.x, b, &b.x)
             }
         }
     }
@@ -612,6 +612,9 @@ impl Island {
             bodies[c.vertex_body as usize].drawn.is_some()
                 || bodies[c.triangle_body as usize].drawn.is_some()
         };
+        let drawn_edges = |c: &EdgeContact| {
+            bodies[c.body_a as usize].drawn.is_some() || bodies[c.body_b as usize].drawn.is_some()
+        };
         for &(violation, i) in &self.order {
             let (count, rhs, normal, source, hold, shared) = match &self.contacts[i as usize] {
                 IslandContact::Obstacle { body, contact } => {
@@ -678,22 +681,14 @@ impl Island {
                         let k = (0..3)
                             .max_by(|&x, &y| c.weights[x].total_cmp(&c.weights[y]))
                             .unwrap_or(0);
-                        let mut count = 0;
                         let (point, pc) = ba.surface_point_terms(c.vertex);
                         let (corner, cc) = bt.surface_point_terms(corners[k]);
-                        for (b, body, sign, list) in
-                            [(a, ba, 1.0, &point[..pc]), (t, bt, -1.0, &corner[..cc])]
-                        {
-                            for &(v, w) in list {
-                                terms[count] = RowTerm {
-                                    unknown: layout.unknown(id, bodies, b, v as usize),
-                                    coeff: (sign * w) * n,
-                                    x: body.x[v as usize],
-                                    held: false,
-                                };
-                                count += 1;
-                            }
-                        }
+                        let count = two_sided_terms(
+                            &mut terms,
+                            (id, bodies, layout),
+                            n,
+                            [(a, &point[..pc]), (t, &corner[..cc])],
+                        );
                         let rhs = target + n.dot(&(q - bt.surface_point(corners[k], &bt.x)));
                         (count, rhs, n, source, false, Some(pc))
                     } else {
@@ -823,6 +818,92 @@ impl Island {
                         // applying its share as a lagged force was tried: in a pile of twenty
                         // bodies the lagged forces fed back and blew the pile apart.
                         None => continue,
+                    }
+                }
+                IslandContact::Edge(c) if drawn_edges(c) => {
+                    let (a, b) = (c.body_a as usize, c.body_b as usize);
+                    let (ba, bb) = (&bodies[a], &bodies[b]);
+                    let n = c.normal;
+                    let start = edge_gap(c, ba, ba.start_positions(), bb, bb.start_positions());
+                    let target = (EDGE_SKIN_SHARE * skin).min(start + push_out);
+                    let (qa, qb) = (
+                        edge_point(c.edge_a, c.s, ba, &ba.x),
+                        edge_point(c.edge_b, c.t, bb, &bb.x),
+                    );
+                    let source = RowSource::Edge {
+                        body_a: c.body_a,
+                        body_b: c.body_b,
+                    };
+                    if coupled {
+                        // As a drawn point's row: each edge carried by its end of larger
+                        // weight, a drawn point whose tet vertices are the row's terms (the
+                        // contact subspace takes rows that share them), the other end's share
+                        // an offset of the present positions on the right-hand side. It waits
+                        // until the edges come within `coupled_gap`.
+                        if violation < -coupled_gap {
+                            continue;
+                        }
+                        let (ea, eb) = (
+                            c.edge_a[usize::from(c.s > 0.5)],
+                            c.edge_b[usize::from(c.t > 0.5)],
+                        );
+                        let (end_a, count_a) = ba.surface_point_terms(ea);
+                        let (end_b, count_b) = bb.surface_point_terms(eb);
+                        let count = two_sided_terms(
+                            &mut terms,
+                            (id, bodies, layout),
+                            n,
+                            [(a, &end_a[..count_a]), (b, &end_b[..count_b])],
+                        );
+                        let (pa, pb) = (ba.surface_point(ea, &ba.x), bb.surface_point(eb, &bb.x));
+                        let rhs = target + n.dot(&((qb - pb) - (qa - pa)));
+                        (count, rhs, n, source, false, Some(count_a))
+                    } else {
+                        // Decoupled, as a drawn point's row: each edge carried by its free
+                        // vertex of largest weight (its ends' tet vertices, weighted by the
+                        // edge parameter), the rest an offset on the right-hand side. Where
+                        // either edge has no free vertex the row waits for the next iteration,
+                        // as a tet surface's edge row does.
+                        let carrier = |body: usize, bd: &SoftBody, edge: [u32; 2], s: f64| {
+                            let mut best: Option<(u32, f64, u32)> = None;
+                            for (p, share) in [(edge[0], 1.0 - s), (edge[1], s)] {
+                                let (end, count) = bd.surface_point_terms(p);
+                                for &(v, w) in &end[..count] {
+                                    let weight = share * w;
+                                    if weight <= 1e-12 || best.is_some_and(|e| e.1 >= weight) {
+                                        continue;
+                                    }
+                                    let Some(u) = layout.unknown(id, bodies, body, v as usize)
+                                    else {
+                                        continue;
+                                    };
+                                    if self.decoupler.is_free(u) {
+                                        best = Some((v, weight, u));
+                                    }
+                                }
+                            }
+                            best.map(|(v, _, u)| (v, u))
+                        };
+                        let (Some((va, ua)), Some((vb, ub))) =
+                            (carrier(a, ba, c.edge_a, c.s), carrier(b, bb, c.edge_b, c.t))
+                        else {
+                            continue;
+                        };
+                        let (xa, xb) = (ba.x[va as usize], bb.x[vb as usize]);
+                        terms[0] = RowTerm {
+                            unknown: Some(ua),
+                            coeff: n,
+                            x: xa,
+                            held: false,
+                        };
+                        terms[1] = RowTerm {
+                            unknown: Some(ub),
+                            coeff: -n,
+                            x: xb,
+                            held: false,
+                        };
+                        let rhs = target + n.dot(&((qb - xb) - (qa - xa)));
+                        (2, rhs, n, source, false, None)
                     }
                 }
                 IslandContact::Edge(c) => {
@@ -1266,6 +1347,30 @@ impl Island {
 }
 
 /// Projects `x` onto the rows (closed form for decoupled rows) and returns `1/2 x'Ax - b'x`.
+/// Fills `terms` with a coupled row's terms over embedded points, normal `n`: `+w n` for each
+/// `(vertex, weight)` of the first side's body (a world index), `-w n` for the second's, each
+/// with its unknown in island `id` (none where the vertex is not one); returns how many.
+fn two_sided_terms(
+    terms: &mut [RowTerm],
+    (id, bodies, layout): (u32, &[SoftBody], Layout<'_>),
+    n: Vec3,
+    sides: [(usize, &[(u32, f64)]); 2],
+) -> usize {
+    let mut count = 0;
+    for ((b, list), sign) in sides.into_iter().zip([1.0, -1.0]) {
+        for &(v, w) in list {
+            terms[count] = RowTerm {
+                unknown: layout.unknown(id, bodies, b, v as usize),
+                coeff: (sign * w) * n,
+                x: bodies[b].x[v as usize],
+                held: false,
+            };
+            count += 1;
+        }
+    }
+    count
+}
+
 fn projected_objective(
     matrix: &impl SpdOperator,
     b: &[Vec3],

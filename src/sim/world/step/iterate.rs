@@ -20,7 +20,7 @@ use crate::sim::prone::ProneRegion;
 use crate::sim::world::anderson;
 use crate::sim::world::body::SoftBody;
 use crate::sim::world::island::MAX_DUAL_ROWS;
-use crate::sim::world::island::{Island, IslandContact, Layout, NO_ISLAND, soft_gap};
+use crate::sim::world::island::{Island, IslandContact, Layout, NO_ISLAND, edge_gap, soft_gap};
 use crate::sim::world::settings::WorldSettings;
 use crate::sim::world::solver::Solver;
 
@@ -575,7 +575,8 @@ pub(super) fn soft_penetration(bodies: &[SoftBody], st: &StepState) -> f64 {
                 Some(-soft_gap(s, a, &a.x, t, &t.x))
             }
             IslandContact::Edge(e) => {
-                Some(-e.gap(&bodies[e.body_a as usize].x, &bodies[e.body_b as usize].x))
+                let (a, b) = (&bodies[e.body_a as usize], &bodies[e.body_b as usize]);
+                Some(-edge_gap(e, a, &a.x, b, &b.x))
             }
             IslandContact::Obstacle { .. } => None,
         })

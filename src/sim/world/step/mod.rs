@@ -12,7 +12,8 @@
 //! 2. **Detect soft contacts** (world, the pairs of each first body in parallel, their lists
 //!    joined in body order; `detect.rs`): every pair of bodies whose BVHs overlap, and each
 //!    body with itself when self-collision is on ([`crate::sim::contact::soft`]); edge-edge
-//!    contacts between creases of two bodies ([`crate::sim::contact::edge_edge`]).
+//!    contacts between creases of two bodies ([`crate::sim::contact::edge_edge`]), whose edge
+//!    trees are fitted first, only for bodies near another (`fit_edge_trees`).
 //! 3. **Form islands** (`islands.rs`): bodies linked by soft contacts (or touching one coupled
 //!    rigid body) share one QP; each island starts its step with its contacts (`world::island`,
 //!    `Island::begin`).
@@ -122,9 +123,11 @@ pub(crate) fn substep(
         .par_iter_mut()
         .for_each(|b| predict::prepare(b, obstacles, settings, h));
     if settings.soft_contacts {
+        detect::fit_edge_trees(bodies, settings, &mut st.edges_fitted);
         detect::detect_soft(
             bodies,
             settings,
+            &st.edges_fitted,
             &mut st.detection,
             &mut st.soft_contacts,
             &mut st.edge_contacts,

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::sim::contact::{
-    DrawnMesh, ObstacleCollider, SurfaceShape, detect_contacts_swept, fit_edge_bvh, fit_surface_bvh,
+    DrawnMesh, ObstacleCollider, SurfaceShape, detect_contacts_swept, fit_surface_bvh,
 };
 use crate::sim::math::{Vec3, all_finite};
 use crate::sim::mesh::TetMesh;
@@ -174,8 +174,8 @@ pub(super) fn prepare(
 
 /// Fits a body's soft-contact trees to its motion from vertex positions `start` to `end` (m):
 /// its surface points and triangles (where it is drawn, its drawn points, their positions
-/// kept in the workspace's `drawn_start` and `drawn_end`), and edges when edge-edge contacts
-/// are on.
+/// kept in the workspace's `drawn_start` and `drawn_end`). Its edge tree is fitted later, only
+/// where another body's surface comes near (`detect::fit_edge_trees`).
 fn fit_soft_trees(
     ws: &mut Workspace,
     mesh: &TetMesh,
@@ -204,9 +204,6 @@ fn fit_soft_trees(
         }
     };
     fit_surface_bvh(bvh, shape, start, end, settings.contact_margin, bvh_points);
-    if settings.edge_contacts {
-        fit_edge_bvh(bvh, shape, start, end, settings.contact_margin);
-    }
 }
 
 /// Most bytes of `A^-1` columns a body keeps ([`crate::sim::inverse_columns`]): 16 MiB, all

@@ -5,7 +5,7 @@
 //! ([`audit_velocity_phase`]). See the parent module's docs.
 
 use super::super::body::SoftBody;
-use super::super::island::{EDGE_SKIN_SHARE, IslandContact, Layout, NO_ISLAND};
+use super::super::island::{EDGE_SKIN_SHARE, IslandContact, Layout, NO_ISLAND, edge_point};
 use super::super::settings::WorldSettings;
 use super::state::StepState;
 use crate::sim::contact::{LcpContact, LcpStats, ObstacleCollider};
@@ -182,7 +182,8 @@ pub(super) fn respond(
                         continue;
                     }
                     gap -= EDGE_SKIN_SHARE * skin;
-                    (e.point_a(&bodies[e.body_a as usize].x), None)
+                    let a = &bodies[e.body_a as usize];
+                    (edge_point(e.edge_a, e.s, a, &a.x), None)
                 }
             };
             if !(lambda > 0.0 || gap < TOUCHING_GAP) {

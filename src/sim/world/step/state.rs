@@ -24,6 +24,9 @@ pub(crate) struct StepState {
     pub(super) edge_contacts: Vec<EdgeContact>,
     /// Per body: the soft detection of its pairs as the first body ([`super::detect::detect_soft`]).
     pub(super) detection: Vec<PairDetection>,
+    /// Per body: whether its edge tree was fitted in this substep
+    /// ([`super::detect::fit_edge_trees`]).
+    pub(super) edges_fitted: Vec<bool>,
     pub(super) failures: Vec<Option<FreezeReason>>,
     /// Per island: the rebound velocity its contacts lack, then the scale of its response.
     pub(super) deficits: Vec<Option<f64>>,

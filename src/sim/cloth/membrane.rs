@@ -51,6 +51,41 @@ impl RestTriangle {
 /// The singular value decomposition `F = u1 s1 v1' + u2 s2 v2'` of a 3 x 2 matrix (columns
 /// `f`), `s1 >= s2 >= 0`; `u2` is some unit vector normal to `u1` where `s2` vanishes.
 pub fn svd32(f: [Vec3; 2]) -> ([Vec3; 2], [f64; 2], [[f64; 2]; 2]) {
+    let ([s1, s2], [v1, v2]) = right_singular(f);
+    let apply = |v: [f64; 2]| f[0] * v[0] + f[1] * v[1];
+    let u1 = if s1 > 1e-300 {
+        apply(v1) / s1
+    } else {
+        Vec3::x()
+    };
+    let w = apply(v2);
+    let u2 = if s2 > COLLAPSED * s1 {
+        w / s2
+    } else {
+        // A collapsed triangle: the unit vector normal to u1 closest to what F v2 leaves.
+        let axis = if u1.x.abs() < 0.9 {
+            Vec3::x()
+        } else {
+            Vec3::y()
+        };
+        let side = w - w.dot(&u1) * u1;
+        let side = if side.norm() > 1e-300 {
+            side
+        } else {
+            axis - axis.dot(&u1) * u1
+        };
+        side.normalize()
+    };
+    ([u1, u2], [s1, s2], [v1, v2])
+}
+
+/// Below this share of the larger singular value, the smaller one counts as zero: the
+/// triangle has collapsed onto a line, and `F v2 / s2` is no direction.
+pub const COLLAPSED: f64 = 1e-12;
+
+/// The singular values `s1 >= s2 >= 0` and right singular vectors `v1`, `v2` of a 3 x 2 matrix
+/// (columns `f`), from the eigen-decomposition of `F'F` in closed form ([`svd32`]'s).
+pub fn right_singular(f: [Vec3; 2]) -> ([f64; 2], [[f64; 2]; 2]) {
     let (c00, c01, c11) = (f[0].dot(&f[0]), f[0].dot(&f[1]), f[1].dot(&f[1]));
     let half = 0.5 * (c00 - c11);
     let disc = (half * half + c01 * c01).sqrt();
@@ -71,32 +106,19 @@ pub fn svd32(f: [Vec3; 2]) -> ([Vec3; 2], [f64; 2], [[f64; 2]; 2]) {
         [1.0, 0.0]
     };
     let v2 = [-v1[1], v1[0]];
-    let (s1, s2) = (l1.sqrt(), l2.sqrt());
-    let apply = |v: [f64; 2]| f[0] * v[0] + f[1] * v[1];
-    let u1 = if s1 > 1e-300 {
-        apply(v1) / s1
-    } else {
-        Vec3::x()
-    };
-    let w = apply(v2);
-    let u2 = if s2 > 1e-12 * s1 {
-        w / s2
-    } else {
-        // A collapsed triangle: the unit vector normal to u1 closest to what F v2 leaves.
-        let axis = if u1.x.abs() < 0.9 {
-            Vec3::x()
-        } else {
-            Vec3::y()
-        };
-        let side = w - w.dot(&u1) * u1;
-        let side = if side.norm() > 1e-300 {
-            side
-        } else {
-            axis - axis.dot(&u1) * u1
-        };
-        side.normalize()
-    };
-    ([u1, u2], [s1, s2], [v1, v2])
+    ([l1.sqrt(), l2.sqrt()], [v1, v2])
+}
+
+/// `F V diag(k) V'` (its two columns) for `F`'s right singular vectors `v`
+/// ([`right_singular`]): with `k_i = d_i / s_i` this is `U diag(d) V'` of `F = U diag(s) V'`
+/// ([`compose`]) without forming `U`, since `U = F V diag(s)^-1` where neither singular value
+/// vanishes.
+pub fn times_right(f: [Vec3; 2], k: [f64; 2], v: [[f64; 2]; 2]) -> [Vec3; 2] {
+    let [v1, v2] = v;
+    let m00 = k[0] * v1[0] * v1[0] + k[1] * v2[0] * v2[0];
+    let m01 = k[0] * v1[0] * v1[1] + k[1] * v2[0] * v2[1];
+    let m11 = k[0] * v1[1] * v1[1] + k[1] * v2[1] * v2[1];
+    [f[0] * m00 + f[1] * m01, f[0] * m01 + f[1] * m11]
 }
 
 /// The closest singular values `(t1, t2)` to `s` with `t1 t2` in `[min, max]` (the area

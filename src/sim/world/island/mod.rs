@@ -1346,7 +1346,6 @@ impl Island {
     }
 }
 
-/// Projects `x` onto the rows (closed form for decoupled rows) and returns `1/2 x'Ax - b'x`.
 /// Fills `terms` with a coupled row's terms over embedded points, normal `n`: `+w n` for each
 /// `(vertex, weight)` of the first side's body (a world index), `-w n` for the second's, each
 /// with its unknown in island `id` (none where the vertex is not one); returns how many.
@@ -1371,6 +1370,7 @@ fn two_sided_terms(
     count
 }
 
+/// Projects `x` onto the rows (closed form for decoupled rows) and returns `1/2 x'Ax - b'x`.
 fn projected_objective(
     matrix: &impl SpdOperator,
     b: &[Vec3],

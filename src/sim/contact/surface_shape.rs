@@ -134,13 +134,15 @@ impl<'a> SurfaceShape<'a> {
     /// Whether a self-collision test of point `v` against triangle `t` is meaningless: `v` is
     /// a corner of `t` or shares an edge with one.
     pub fn is_near_triangle(&self, v: u32, t: &[u32; 3]) -> bool {
-        match self {
-            SurfaceShape::Tet(m) => m.is_near_triangle(v, t),
-            SurfaceShape::Drawn(d) => {
-                let ring = d.ring(v);
-                t.iter().any(|&c| c == v || ring.binary_search(&c).is_ok())
-            }
-        }
+        self.is_near(v, t)
+    }
+
+    /// Whether point `v` is one of `points` or shares an edge with one.
+    fn is_near(&self, v: u32, points: &[u32]) -> bool {
+        let ring = self.ring(v);
+        points
+            .iter()
+            .any(|&c| c == v || ring.binary_search(&c).is_ok())
     }
 
     /// The surface's edges `[a, b]` between surface points (`a < b`, sorted).
@@ -163,10 +165,7 @@ impl<'a> SurfaceShape<'a> {
     /// Whether two edges are neighbours for a self-collision test: they share a point or an
     /// edge joins one's point to the other's.
     pub fn are_near_edges(&self, e: &[u32; 2], f: &[u32; 2]) -> bool {
-        e.iter().any(|&v| {
-            let ring = self.ring(v);
-            f.iter().any(|&c| c == v || ring.binary_search(&c).is_ok())
-        })
+        e.iter().any(|&v| self.is_near(v, f))
     }
 
     /// The tet mesh, for a tet surface.

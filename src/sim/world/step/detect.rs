@@ -10,7 +10,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::sim::contact::{
-    EdgeContact, OverlapScratch, SoftContact, SoftSurface, SurfaceShape, detect_deep_overlap,
+    EdgeContact, OverlapScratch, SoftContact, SoftSurface, detect_deep_overlap,
     detect_edge_contacts, detect_soft_contacts, fit_edge_bvh,
 };
 use crate::sim::world::body::SoftBody;
@@ -89,19 +89,16 @@ pub(super) fn fit_edge_trees(
     }
     bodies
         .par_iter_mut()
+        .enumerate()
         .zip(fitted.par_iter())
         .filter(|(_, fit)| **fit)
-        .for_each(|(body, _)| {
+        .for_each(|((i, body), _)| {
             let t = Instant::now();
-            let frozen = body.frozen.is_some();
-            let ws = &mut body.ws;
-            let (shape, start, end) = match (&body.drawn, frozen) {
-                (None, true) => (SurfaceShape::Tet(&body.mesh), &body.x, &body.x),
-                (None, false) => (SurfaceShape::Tet(&body.mesh), &ws.x_start, &ws.y),
-                (Some(d), true) => (SurfaceShape::Drawn(d), &ws.drawn_start, &ws.drawn_start),
-                (Some(d), false) => (SurfaceShape::Drawn(d), &ws.drawn_start, &ws.drawn_end),
-            };
-            fit_edge_bvh(&mut ws.bvh, shape, start, end, margin);
+            // The tree is taken out while the body lends its motion (`swept_surface`).
+            let mut bvh = std::mem::take(&mut body.ws.bvh);
+            let swept = swept_surface(i, body);
+            fit_edge_bvh(&mut bvh, swept.shape, swept.x_start, swept.x_end, margin);
+            body.ws.bvh = bvh;
             body.last_step.0.timings.detect += t.elapsed();
         });
 }

@@ -3,11 +3,14 @@
 //! - a flag of 32 x 32 and 64 x 64 cells (1 m square, cotton), pinned along one edge, in a
 //!   steady 3 m/s wind under gravity, touching nothing;
 //! - a tablecloth of 20 x 20 and 32 x 32 cells (1.5 m x 1.3 m, cotton) dropped from 45 cm onto
-//!   a table (a 1.1 m x 0.8 m slab) with a bowl (a 16 cm ball) on it: obstacle contact.
+//!   a table (a 1.1 m x 0.8 m slab) with a bowl (a 16 cm ball) on it: obstacle contact;
+//! - a heap: a sheet of 32 x 32 and 64 x 64 cells (1 m square, cotton) hung upright 5 cm
+//!   above the floor and let go, so that it buckles and folds onto itself on the floor.
 //!
-//! No self-collision (the cloth does not have it yet), so the goals are not what this
-//! measures. `cargo bench --bench cloth` prints the mean step after a second of settling in
-//! (with the mean contact planes per step), and writes `target/bench/cloth.json`.
+//! Each without and with self-collision (`ClothSystem::self_collision`). `cargo bench --bench
+//! cloth` prints the mean step over two seconds after a second of settling in, with the mean
+//! obstacle contact planes, self-contact pairs (vertex-triangle plus edge-edge) and vertices
+//! in impact zones per step, and writes `target/bench/cloth.json`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,11 +28,21 @@ const TIMED: usize = 120;
 enum Scene {
     Flag,
     Tablecloth,
+    Heap,
 }
 
-/// The vertex count, the mean step (ms) and the mean contact planes per step of an `n` x `n`
-/// cloth in `scene`.
-fn run(n: usize, scene: Scene) -> (usize, f64, f64) {
+/// What one run measured: the vertex count, the mean step (ms), and per step the mean
+/// obstacle contact planes, self-contact pairs and vertices in impact zones.
+struct Measured {
+    vertices: usize,
+    ms: f64,
+    contacts: f64,
+    self_pairs: f64,
+    zoned: f64,
+}
+
+/// One run of an `n` x `n` cloth in `scene`, colliding with itself or not.
+fn run(n: usize, scene: Scene, self_collision: bool) -> Measured {
     let gravity = Vec3::new(0.0, -9.81, 0.0);
     let table = Vec3::new(0.0, 0.9, 0.0);
     let (mesh, wind, obstacles) = match scene {
@@ -54,9 +67,18 @@ fn run(n: usize, scene: Scene) -> (usize, f64, f64) {
                     .with_position(table + Vec3::new(0.1, 0.03, 0.0)),
             ],
         ),
+        Scene::Heap => (
+            ClothMesh::rectangle(1.0, 1.0, n, n)
+                .expect("a rectangle")
+                .mapped(|p| Vec3::new(p.x, p.z + 0.55, 0.01 * (7.0 * p.z).sin()))
+                .expect("a rectangle"),
+            Vec3::zeros(),
+            vec![ObstacleCollider::halfspace(Vec3::y()).expect("a floor")],
+        ),
     };
     let mesh = Arc::new(mesh);
     let mut cloth = ClothSystem::new(mesh.clone(), ClothMaterial::COTTON, DT).expect("a cloth");
+    cloth.self_collision = self_collision;
     if let Scene::Flag = scene {
         for v in 0..mesh.vertex_count() {
             let p = mesh.rest_positions()[v];
@@ -70,42 +92,57 @@ fn run(n: usize, scene: Scene) -> (usize, f64, f64) {
             .step_among(gravity, wind, &obstacles)
             .expect("a stable step");
     }
-    let (started, mut contacts) = (Instant::now(), 0);
+    let started = Instant::now();
+    let (mut contacts, mut self_pairs, mut zoned) = (0, 0, 0);
     for _ in 0..TIMED {
         cloth
             .step_among(gravity, wind, &obstacles)
             .expect("a stable step");
         contacts += cloth.contact_count();
+        let (points, edges) = cloth.self_contact_count();
+        self_pairs += points + edges;
+        zoned += cloth.impact_zone_vertices();
     }
-    (
-        mesh.vertex_count(),
-        started.elapsed().as_secs_f64() * 1e3 / TIMED as f64,
-        contacts as f64 / TIMED as f64,
-    )
+    let per_step = |total: usize| total as f64 / TIMED as f64;
+    Measured {
+        vertices: mesh.vertex_count(),
+        ms: started.elapsed().as_secs_f64() * 1e3 / TIMED as f64,
+        contacts: per_step(contacts),
+        self_pairs: per_step(self_pairs),
+        zoned: per_step(zoned),
+    }
 }
 
 fn main() {
     println!("cloth: 1/60 s, ten PD iterations (see the bench's docs for the scenes)");
-    println!("| scene | cells | vertices | threads | ms/step | contacts/step |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| scene | cells | vertices | self-collision | threads | ms/step | contacts/step | self pairs/step | zoned/step |"
+    );
+    println!("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |");
     let mut json = Vec::new();
     for (scene, name, sizes) in [
         (Scene::Flag, "flag", [32, 64]),
         (Scene::Tablecloth, "tablecloth", [20, 32]),
+        (Scene::Heap, "heap", [32, 64]),
     ] {
         for n in sizes {
-            for threads in [1, 2] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("a thread pool");
-                let (vertices, ms, contacts) = pool.install(|| run(n, scene));
-                println!(
-                    "| {name} | {n} x {n} | {vertices} | {threads} | {ms:.3} | {contacts:.0} |"
-                );
-                json.push(format!(
-                    "{{\"scene\": \"{name}\", \"cells\": {n}, \"vertices\": {vertices}, \"threads\": {threads}, \"ms_per_step\": {ms:.4}, \"contacts_per_step\": {contacts:.1}}}"
-                ));
+            for self_collision in [false, true] {
+                for threads in [1, 2] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .expect("a thread pool");
+                    let m = pool.install(|| run(n, scene, self_collision));
+                    let on = if self_collision { "on" } else { "off" };
+                    println!(
+                        "| {name} | {n} x {n} | {} | {on} | {threads} | {:.3} | {:.0} | {:.0} | {:.1} |",
+                        m.vertices, m.ms, m.contacts, m.self_pairs, m.zoned
+                    );
+                    json.push(format!(
+                        "{{\"scene\": \"{name}\", \"cells\": {n}, \"vertices\": {}, \"self_collision\": {self_collision}, \"threads\": {threads}, \"ms_per_step\": {:.4}, \"contacts_per_step\": {:.1}, \"self_pairs_per_step\": {:.1}, \"zoned_vertices_per_step\": {:.2}}}",
+                        m.vertices, m.ms, m.contacts, m.self_pairs, m.zoned
+                    ));
+                }
             }
         }
     }

@@ -74,6 +74,13 @@ pub struct DeformableCloth {
     pub pinned_to_body: Option<Entity>,
     /// Local/global iterations per step (at least 1). Default: 10.
     pub iterations: u32,
+    /// Whether the cloth collides with itself (folds, a flag wrapped round its pole, a
+    /// tablecloth heaped on the floor): its vertices and edges kept its thickness apart, and
+    /// no step ends with the cloth crossed through itself
+    /// ([`ClothSystem::self_collision`](crate::sim::cloth::ClothSystem::self_collision)).
+    /// Default: `false` (it costs 5-70 times the rest of the cloth's step,
+    /// `docs/PERFORMANCE.md`).
+    pub self_collision: bool,
 }
 
 impl DeformableCloth {
@@ -87,7 +94,14 @@ impl DeformableCloth {
             pin_select: Vec::new(),
             pinned_to_body: None,
             iterations: 10,
+            self_collision: false,
         }
+    }
+
+    /// Builder: the cloth collides with itself (see [`DeformableCloth::self_collision`]).
+    pub fn with_self_collision(mut self) -> Self {
+        self.self_collision = true;
+        self
     }
 
     /// Builder: the pinned vertices ride on the soft body `body` (see

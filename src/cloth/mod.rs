@@ -16,8 +16,9 @@
 //! hand, a skeleton joint: the `character` example's cape hangs from its creature's chest
 //! joint). Soft bodies near a cloth are among its obstacles one way (their surfaces as they
 //! are after their step; a skinned soft region's surface is its cage, up to a cell proud of the
-//! drawn skin). Not yet: cloths touching each other, self-collision, and attachments to a soft
-//! body's vertices.
+//! drawn skin). A cloth collides with itself where its component asks
+//! (`DeformableCloth::self_collision`, off by default). Not yet: cloths touching each other,
+//! and attachments to a soft body's vertices.
 
 mod components;
 mod systems;

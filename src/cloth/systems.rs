@@ -189,6 +189,7 @@ fn build(
     let triangles: Arc<[u32]> = mesh.triangles().iter().flatten().copied().collect();
     let mut system = ClothSystem::new(Arc::new(mesh), cloth.preset.material(), dt)?;
     system.iterations = cloth.iterations.max(1) as usize;
+    system.self_collision = cloth.self_collision;
     let same_shape = state
         .built
         .as_ref()

@@ -48,6 +48,7 @@ pub(super) fn cloth_section<'a>(
                     }
                 });
             ui.add(egui::Slider::new(&mut edited.iterations, 1..=40).text("iterations"));
+            ui.checkbox(&mut edited.self_collision, "self-collision");
             if edited != *cloth {
                 *cloth = edited;
             }

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: the headless Bevy app of the plugin tests
-//! ([`app`]), the caged bunny of the drawn-surface tests and bench ([`bunny`]), surface crossings between bodies, the cantilever of the beam-theory checks
+//! ([`app`]), the caged bunny of the drawn-surface tests and bench ([`bunny`]), surface crossings between bodies and of a cloth through itself, the cantilever of the beam-theory checks
 //! ([`beam`]), the block on a slope of the friction checks ([`slope`]) and the pushed bodies of
 //! the snapshot and save-file tests ([`pushed`]).
 
@@ -39,6 +39,44 @@ fn segment_hits_triangle(p: &Vec3, q: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> bo
 pub fn triangles_intersect(t: &[Vec3; 3], u: &[Vec3; 3]) -> bool {
     (0..3).any(|k| segment_hits_triangle(&t[k], &t[(k + 1) % 3], &u[0], &u[1], &u[2]))
         || (0..3).any(|k| segment_hits_triangle(&u[k], &u[(k + 1) % 3], &t[0], &t[1], &t[2]))
+}
+
+/// Whether segment `pq` passes strictly through triangle `abc`: its ends strictly on either
+/// side of the triangle's plane and the crossing strictly inside it (touching does not count).
+fn segment_passes_through(p: &Vec3, q: &Vec3, a: &Vec3, b: &Vec3, c: &Vec3) -> bool {
+    if orient(a, b, c, p) * orient(a, b, c, q) >= 0.0 {
+        return false;
+    }
+    let (s1, s2, s3) = (orient(p, q, a, b), orient(p, q, b, c), orient(p, q, c, a));
+    (s1 > 0.0 && s2 > 0.0 && s3 > 0.0) || (s1 < 0.0 && s2 < 0.0 && s3 < 0.0)
+}
+
+/// Pairs of a triangle mesh's triangles (over positions `x`) that share no vertex and pass
+/// through each other: an edge of one strictly through the other.
+pub fn self_crossings(x: &[Vec3], triangles: &[[u32; 3]]) -> usize {
+    let corners: Vec<[Vec3; 3]> = triangles.iter().map(|t| t.map(|v| x[v as usize])).collect();
+    let boxes: Vec<(Vec3, Vec3)> = corners
+        .iter()
+        .map(|t| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2])))
+        .collect();
+    let through = |t: &[Vec3; 3], u: &[Vec3; 3]| {
+        (0..3).any(|k| segment_passes_through(&t[k], &t[(k + 1) % 3], &u[0], &u[1], &u[2]))
+    };
+    let mut crossings = 0;
+    for i in 0..triangles.len() {
+        for j in i + 1..triangles.len() {
+            let ((lo, hi), (ulo, uhi)) = (boxes[i], boxes[j]);
+            if triangles[i].iter().any(|v| triangles[j].contains(v))
+                || (0..3).any(|k| lo[k] > uhi[k] || hi[k] < ulo[k])
+            {
+                continue;
+            }
+            if through(&corners[i], &corners[j]) || through(&corners[j], &corners[i]) {
+                crossings += 1;
+            }
+        }
+    }
+    crossings
 }
 
 pub fn surface(world: &SoftWorld, body: BodyHandle) -> Vec<[Vec3; 3]> {

@@ -51,6 +51,9 @@ use crate::sim::embed::EmbeddedPoint;
 use crate::sim::material::CombineRule;
 use crate::sim::math::Vec3;
 
+/// A vertex within this fraction of the thickness outside its plane touches the obstacle.
+const SUPPORTED: f64 = 0.01;
+
 /// One contact plane of a cloth vertex.
 #[derive(Debug, Clone, Copy)]
 struct Plane {
@@ -91,6 +94,9 @@ pub(super) struct ClothContacts {
     planes: Vec<Plane>,
     /// Per vertex: whether a plane holds it.
     held: Vec<bool>,
+    /// Per vertex: the normal of the obstacle it touches after the last projection (within a
+    /// hundredth of the thickness of its plane), or zero.
+    support: Vec<Vec3>,
     /// Per obstacle: its bounds padded by the thickness (scratch).
     bounds: Vec<Option<(Vec3, Vec3)>>,
     /// The vertices' starts carried by one obstacle's motion (scratch).
@@ -173,6 +179,8 @@ impl ClothContacts {
         obstacles: &[ObstacleCollider],
         (thickness, h): (f64, f64),
     ) {
+        self.support.clear();
+        self.support.resize(x.len(), Vec3::zeros());
         if obstacles.is_empty() {
             return;
         }
@@ -213,6 +221,9 @@ impl ClothContacts {
             plane.push = 0.0;
             if gap >= 0.0 {
                 // Outside the plane: outside a convex obstacle by the thickness at least.
+                if gap <= SUPPORTED * thickness {
+                    self.support[v] = plane.normal;
+                }
                 continue;
             }
             let obstacle = &obstacles[plane.obstacle as usize];
@@ -232,6 +243,9 @@ impl ClothContacts {
             if gap < 0.0 {
                 plane.push = -gap;
                 *p -= gap * plane.normal;
+            }
+            if gap <= SUPPORTED * thickness {
+                self.support[v] = plane.normal;
             }
             let gap = plane.normal.dot(&(y[v] - plane.point)) - thickness;
             if gap < 0.0 {
@@ -272,6 +286,12 @@ impl ClothContacts {
                 tangential * (budget / length)
             };
         }
+    }
+
+    /// Per vertex: the outward normal of the obstacle the last projection left it touching
+    /// (within a hundredth of the thickness), or zero.
+    pub fn supports(&self) -> &[Vec3] {
+        &self.support
     }
 
     /// Contact planes in this step.

@@ -10,6 +10,8 @@
 //! | `bending.rs` | the quadratic bending model for flat rest shapes (a constant matrix per hinge) |
 //! | `curvature.rs` | bending that keeps a curved rest shape: each interior vertex's mean curvature vector held at its rest length |
 //! | `contact.rs` | the cloth against obstacles: speculative contact planes projected after every global solve, Coulomb friction |
+//! | `self_contact.rs` | the cloth against itself: vertex-triangle and edge-edge pairs kept a thickness apart on the side each was first seen on, projected after every global solve, Coulomb friction |
+//! | `impact_zones.rs` | the fail-safe: continuous collision detection over the step, and the vertices of pairs that would pass through each other moved as one |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
 //!
 //! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`), and soft bodies one
@@ -17,9 +19,13 @@
 //! Bevy layer (`crate::cloth`) steps one per `DeformableCloth` entity among the world's
 //! obstacles and the surfaces of the soft bodies near it, its pins following its entity or
 //! riding on a soft body's tets (`DeformableCloth::pin_to_body`,
-//! [`crate::sim::embed::embed_points_at`]). What it is not yet: part of a
+//! [`crate::sim::embed::embed_points_at`]). With [`ClothSystem::self_collision`]
+//! on (off by default), it also keeps off itself: pairs found after the first iteration
+//! (again while the iterates move a vertex more than the thickness, three detections at most)
+//! are projected after every global solve and the obstacles' planes, and the impact zones
+//! see that no step ends crossed (`tests/sim_cloth_self.rs`). What it is not yet: part of a
 //! [`crate::sim::SoftWorld`] (a cloth is stepped on its own, so a soft body does not feel the
-//! cloth on it or pinned to it), or in contact with itself. `cargo bench --bench cloth`
+//! cloth on it or pinned to it). `cargo bench --bench cloth`
 //! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
 //! 10. The local step runs its triangles in parallel, each triangle's targets formed from the
 //! eigenvectors of `F'F` without the left singular vectors (`system.rs`, `projection_forces`);
@@ -50,8 +56,10 @@
 mod bending;
 mod contact;
 mod curvature;
+mod impact_zones;
 mod membrane;
 mod mesh;
+mod self_contact;
 mod springs;
 mod system;
 

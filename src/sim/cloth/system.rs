@@ -23,10 +23,12 @@ use thiserror::Error;
 use super::bending::{bending_energy, hinge_weights};
 use super::contact::ClothContacts;
 use super::curvature::{CurvatureRow, curvature_energy, curvature_rows};
+use super::impact_zones::ImpactZones;
 use super::membrane::{
     COLLAPSED, RestTriangle, area_limited, compose, right_singular, svd32, times_right,
 };
 use super::mesh::{ClothMesh, ClothMeshError};
+use super::self_contact::ClothSelfContacts;
 use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
 use crate::sim::contact::ObstacleCollider;
 use crate::sim::math::Vec3;
@@ -301,6 +303,18 @@ impl From<FactorError> for ClothError {
 /// Not an unknown (a pinned vertex).
 const PINNED: u32 = u32::MAX;
 
+/// A zone's move is refused where it would take a member within this fraction of the
+/// thickness of an obstacle (`impact_zones.rs`).
+const ZONE_CLEARANCE: f64 = 1.0 - 1e-8;
+
+/// Self-contact detections per step at most (`self_contact.rs`): after the first
+/// iteration, and again while the iterates move a vertex more than the thickness from where
+/// the last one looked. Pairs missed after the last are the impact zones' work.
+const MAX_SELF_DETECTIONS: usize = 3;
+
+/// Sweeps of the self-contact projection after the last iteration (at most).
+const FINAL_SELF_SWEEPS: usize = 4;
+
 /// Triangles per parallel task of the local step.
 const TRIANGLES_PER_TASK: usize = 256;
 
@@ -455,6 +469,17 @@ pub struct ClothSystem {
     curvature_incidence: Incidence<(u32, f64)>,
     /// The step's contacts with obstacles (`contact.rs`).
     contacts: ClothContacts,
+    /// Whether the cloth collides with itself: vertex-triangle and edge-edge pairs kept the
+    /// thickness apart (`self_contact.rs`) and impact zones so that no step ends crossed
+    /// (`impact_zones.rs`). Default: off (it costs 5-70 times the rest of the step,
+    /// `docs/PERFORMANCE.md`).
+    pub self_collision: bool,
+    /// The step's contacts with itself.
+    self_contacts: ClothSelfContacts,
+    /// The fail-safe against crossing itself within a step (`impact_zones.rs`).
+    impact_zones: ImpactZones,
+    /// Per vertex: `1 / mass` (1/kg), 0 where pinned (as factored).
+    inverse_mass: Vec<f64>,
 }
 
 impl ClothSystem {
@@ -501,7 +526,7 @@ impl ClothSystem {
             h,
             &vec![false; n],
         )?;
-        Ok(Self {
+        let mut system = Self {
             material,
             h,
             iterations: 10,
@@ -543,8 +568,28 @@ impl ClothSystem {
             ),
             curvature,
             contacts: ClothContacts::default(),
+            self_collision: false,
+            self_contacts: ClothSelfContacts::new(
+                rest_edges(mesh.triangles(), p)
+                    .iter()
+                    .map(|e| e.ends)
+                    .collect(),
+            ),
+            inverse_mass: Vec::new(),
+            impact_zones: ImpactZones::default(),
             mesh,
-        })
+        };
+        system.inverse_mass = system.inverse_masses();
+        Ok(system)
+    }
+
+    /// Per vertex: `1 / mass` (1/kg), 0 where pinned in the factored matrix.
+    fn inverse_masses(&self) -> Vec<f64> {
+        self.mass
+            .iter()
+            .zip(&self.unknown_of)
+            .map(|(&m, &u)| if u == PINNED { 0.0 } else { 1.0 / m })
+            .collect()
     }
 
     /// Pins `vertex` at `target` (m), or frees it (`None`); the matrix is factored again
@@ -613,6 +658,7 @@ impl ClothSystem {
         self.free = assembled.free;
         self.pinned_terms = assembled.pinned_terms;
         self.factor = assembled.factor;
+        self.inverse_mass = self.inverse_masses();
         Ok(())
     }
 
@@ -667,10 +713,45 @@ impl ClothSystem {
         self.contacts
             .detect(&self.start, &self.y, free, obstacles, (thickness, h));
         self.x.copy_from_slice(&self.y);
-        self.project_contacts(obstacles);
-        for _ in 0..self.iterations.max(1) {
+        self.project_contacts(obstacles, 0);
+        let iterations = self.iterations.max(1);
+        let mut detections = 0;
+        for i in 0..iterations {
             self.iterate();
-            self.project_contacts(obstacles);
+            if self.self_collision
+                && (i == 0
+                    || (detections < MAX_SELF_DETECTIONS
+                        && self.self_contacts.moved_beyond(&self.x, thickness)))
+            {
+                detections += 1;
+                // The pairs of the motion to the first iterate (the inertial prediction and
+                // the elastic forces' answer to it), and again for the motion to a later
+                // iterate that moved a vertex more than the thickness from the one they were
+                // found for: the iterations of a cloth the elastic forces fling move it far
+                // more than its prediction.
+                self.self_contacts.detect(
+                    &self.start,
+                    &self.x,
+                    self.mesh.triangles(),
+                    &self.inverse_mass,
+                    thickness,
+                );
+            }
+            let sweeps = if i + 1 == iterations {
+                FINAL_SELF_SWEEPS
+            } else {
+                1
+            };
+            self.project_contacts(obstacles, sweeps);
+        }
+        if self.self_collision {
+            self.self_contacts.apply_friction(
+                &mut self.x,
+                &self.start,
+                self.mesh.triangles(),
+                &self.inverse_mass,
+                self.material.friction,
+            );
         }
         self.contacts.apply_friction(
             &mut self.x,
@@ -679,6 +760,26 @@ impl ClothSystem {
             self.material.friction,
             h,
         );
+        if self.self_collision {
+            // Friction moved vertices along the surfaces: the pairs it brought nearer than
+            // the thickness (or through) are moved apart again. The sweeps may push a vertex
+            // into an obstacle: out again, then the zones, which keep clear of the obstacles.
+            self.project_contacts(obstacles, FINAL_SELF_SWEEPS);
+            self.project_obstacles(obstacles);
+            let thickness = self.material.thickness;
+            let clear = |p: &Vec3| {
+                obstacles
+                    .iter()
+                    .all(|o| o.query(*p, ZONE_CLEARANCE * thickness).is_none())
+            };
+            self.impact_zones.resolve(
+                &self.start,
+                &mut self.x,
+                (self.mesh.triangles(), self.self_contacts.edges()),
+                (&self.inverse_mass, self.contacts.supports()),
+                clear,
+            );
+        }
         if !self.x.iter().all(|p| p.iter().all(|c| c.is_finite())) {
             self.x.copy_from_slice(&self.start);
             self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
@@ -690,8 +791,32 @@ impl ClothSystem {
         Ok(())
     }
 
+    /// The iterate and the inertial targets moved out of the obstacles (`contact.rs`), then
+    /// the iterate moved apart where it touches itself (`self_contact.rs`): up to
+    /// `self_sweeps` sweeps, fewer once a sweep pushes nothing by more than a hundredth of the
+    /// thickness, vertices resting on an obstacle not moved into it.
+    fn project_contacts(&mut self, obstacles: &[ObstacleCollider], self_sweeps: usize) {
+        self.project_obstacles(obstacles);
+        if !self.self_collision {
+            return;
+        }
+        let thickness = self.material.thickness;
+        self.self_contacts.clear_pushes();
+        for _ in 0..self_sweeps {
+            let pushed = self.self_contacts.project(
+                (&self.start, &mut self.x),
+                self.mesh.triangles(),
+                (&self.inverse_mass, self.contacts.supports()),
+                thickness,
+            );
+            if pushed <= 0.01 * thickness {
+                break;
+            }
+        }
+    }
+
     /// The iterate and the inertial targets moved out of the obstacles (`contact.rs`).
-    fn project_contacts(&mut self, obstacles: &[ObstacleCollider]) {
+    fn project_obstacles(&mut self, obstacles: &[ObstacleCollider]) {
         let unknown_of = &self.unknown_of;
         let free = |v: usize| unknown_of[v] != PINNED;
         self.contacts.project(
@@ -828,6 +953,26 @@ impl ClothSystem {
     /// The contact planes of the last step (obstacle contacts of its vertices).
     pub fn contact_count(&self) -> usize {
         self.contacts.count()
+    }
+
+    /// The last step's self-contact pairs: vertex-triangle and edge-edge (0 with
+    /// [`ClothSystem::self_collision`] off).
+    pub fn self_contact_count(&self) -> (usize, usize) {
+        if self.self_collision {
+            self.self_contacts.count()
+        } else {
+            (0, 0)
+        }
+    }
+
+    /// Vertices the last step put in impact zones (`impact_zones.rs`): those whose paths
+    /// through the step would have crossed the cloth, moved instead with their zone.
+    pub fn impact_zone_vertices(&self) -> usize {
+        if self.self_collision {
+            self.impact_zones.zoned()
+        } else {
+            0
+        }
     }
 
     /// The contact planes of the last step: per plane, the cloth vertex, the point of the

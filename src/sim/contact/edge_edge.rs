@@ -203,19 +203,28 @@ fn edges_pair(exit_a: Exit, exit_b: Exit, draped: bool) -> bool {
     }
 }
 
-/// Parameters `(s, t)` of the closest points of segments `a0 a1` and `b0 b1` when both lie
-/// strictly inside their segments and the segments are not (nearly) parallel; `None` otherwise.
-pub fn edge_closest_parameters(a0: &Vec3, a1: &Vec3, b0: &Vec3, b1: &Vec3) -> Option<(f64, f64)> {
+/// Parameters `(s, t)` of the closest points of the lines through `a0 a1` and `b0 b1`, the
+/// stationary point of `|a0 + s da - b0 - t db|^2`; `None` where the squared sine of their
+/// angle is not above `parallel` (nearly parallel or degenerate edges).
+pub fn line_closest_parameters(
+    (a0, a1): (&Vec3, &Vec3),
+    (b0, b1): (&Vec3, &Vec3),
+    parallel: f64,
+) -> Option<(f64, f64)> {
     let (da, db, r) = (a1 - a0, b1 - b0, a0 - b0);
     let (aa, bb, ab) = (da.dot(&da), db.dot(&db), da.dot(&db));
     let denom = aa * bb - ab * ab;
-    if !(denom > PARALLEL_SIN2 * aa * bb) {
+    if !(denom > parallel * aa * bb) {
         return None;
     }
     let (ar, br) = (da.dot(&r), db.dot(&r));
-    // Stationary point of |a0 + s da - b0 - t db|^2: the lines' closest points.
-    let s = (ab * br - bb * ar) / denom;
-    let t = (aa * br - ab * ar) / denom;
+    Some(((ab * br - bb * ar) / denom, (aa * br - ab * ar) / denom))
+}
+
+/// Parameters `(s, t)` of the closest points of segments `a0 a1` and `b0 b1` when both lie
+/// strictly inside their segments and the segments are not (nearly) parallel; `None` otherwise.
+pub fn edge_closest_parameters(a0: &Vec3, a1: &Vec3, b0: &Vec3, b1: &Vec3) -> Option<(f64, f64)> {
+    let (s, t) = line_closest_parameters((a0, a1), (b0, b1), PARALLEL_SIN2)?;
     let inside = |u: f64| u > END && u < 1.0 - END;
     (inside(s) && inside(t)).then_some((s, t))
 }

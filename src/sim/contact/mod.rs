@@ -11,7 +11,8 @@
 //!    for self-collision; [`edge_edge`]: boundary edges crossing each other between their
 //!    vertices, from the same BVHs' edge trees; [`overlap`]: surface vertices deep inside
 //!    another body (an overlapping spawn), flooded from the shallow ones and pushed out along
-//!    the overlap's vector-area normal.
+//!    the overlap's vector-area normal. [`ccd`]: continuous vertex-triangle and edge-edge
+//!    tests over a step's linear motion (the cloth's impact zones).
 //! 4. [`constraints`]: contacts become rows `J x >= c`; *collision decoupling* keeps rows
 //!    vertex-disjoint, deepest first, so `J J'` is (block) diagonal (section 5 of
 //!    Li et al. 2015 picks at random; we pick the deepest so the most dangerous
@@ -37,6 +38,7 @@
 //! iterations, regions and the LCP in its respond phase.
 
 pub mod broadphase;
+pub mod ccd;
 pub mod constraints;
 mod convex_faces;
 pub mod edge_edge;

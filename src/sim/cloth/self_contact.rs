@@ -7,11 +7,14 @@
 //! overlapping pair that shares no vertex is kept when its elements, at the step's start, are
 //! within twice the thickness plus how far they move relative to each other on the way (the
 //! distance between a point and a triangle, or two segments, changes by at most the largest
-//! relative motion of their corners): the seed notes' proximity test. The first iterate, not
-//! the inertial prediction, is the motion: a flag at rest that the wind and its own elasticity
-//! fling moves far more in a step than its velocity says. Detection runs again from a later
-//! iterate that has moved a vertex more than the thickness from the one the pairs were found
-//! for (the cloth's step allows three detections).
+//! relative motion of their corners): the seed notes' proximity test. Pairs that pass beside
+//! each other (the vertex outside the triangle, the closest points outside an edge, by more
+//! than [`BESIDE`] at both ends of the motion) or stay on one side further than twice the
+//! thickness at both ends are dropped; one that turns over in between is left to the zones.
+//! The first iterate, not the inertial prediction, is the motion: a flag at rest that the
+//! wind and its own elasticity fling moves far more in a step than its velocity says.
+//! Detection runs again from a later iterate that has moved a vertex more than the thickness
+//! from the one the pairs were found for (the cloth's step allows three detections).
 //!
 //! **Which side.** A pair's side is the sign, at the step's start, of the vertex's distance to
 //! the triangle's plane (of the edges' distance along their common normal `da x db`); pairs

@@ -23,7 +23,9 @@
 //! checked by continuous collision detection along the straight paths from the step's start
 //! ([`crate::sim::contact::ccd`]): if its vertex passed through the triangle (its edges
 //! through each other) it is pushed back; if not, it went round the border and the pair takes
-//! the side it is on.
+//! the side it is on. A pair within a nanometre of its plane is left as it is (two layers
+//! lying flat on a floor at one height): pushing it too kept the strip's heap in
+//! `tests/sim_cloth_self.rs` moving at 0.1 m/s.
 //!
 //! **Projection, after every global solve, after the obstacles'.** Each pair whose vertex is
 //! over its triangle (whose closest points are inside both edges, the edges more than about

@@ -76,7 +76,7 @@ pub struct DeformableCloth {
     pub iterations: u32,
     /// Whether the cloth collides with itself (folds, a flag wrapped round its pole, a
     /// tablecloth heaped on the floor): its vertices and edges kept its thickness apart, and
-    /// no step ends with the cloth crossed through itself
+    /// impact zones as the fail-safe against passing through itself within a step
     /// ([`ClothSystem::self_collision`](crate::sim::cloth::ClothSystem::self_collision)).
     /// Default: `false` (it costs 5-70 times the rest of the cloth's step,
     /// `docs/PERFORMANCE.md`).

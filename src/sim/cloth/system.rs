@@ -470,8 +470,8 @@ pub struct ClothSystem {
     /// The step's contacts with obstacles (`contact.rs`).
     contacts: ClothContacts,
     /// Whether the cloth collides with itself: vertex-triangle and edge-edge pairs kept the
-    /// thickness apart (`self_contact.rs`) and impact zones so that no step ends crossed
-    /// (`impact_zones.rs`). Default: off (it costs 5-70 times the rest of the step,
+    /// thickness apart (`self_contact.rs`), and impact zones against passing through itself
+    /// within a step (`impact_zones.rs`). Default: off (it costs 5-70 times the rest of the step,
     /// `docs/PERFORMANCE.md`).
     pub self_collision: bool,
     /// The step's contacts with itself.

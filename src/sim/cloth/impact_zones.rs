@@ -89,6 +89,28 @@ impl ImpactZones {
         vertices[1..].iter().all(|&v| self.root(v) == first)
     }
 
+    /// Whether the pair of four vertices (a vertex and a triangle's corners, or two edges'
+    /// ends) hits on its paths from `start` to `x` by `impact`, merging it into one zone if
+    /// so. After the first round only pairs with a zone member have new paths; a pair already
+    /// in one zone moves as one and cannot hit.
+    fn hits(
+        &mut self,
+        pair: [u32; 4],
+        round: usize,
+        (start, x): (&[Vec3], &[Vec3]),
+        impact: fn(&[Vec3; 4], &[Vec3; 4]) -> Option<f64>,
+    ) -> bool {
+        if (round > 0 && !pair.iter().any(|&v| self.zoned[v as usize])) || self.together(&pair) {
+            return false;
+        }
+        let at = |q: &[Vec3]| pair.map(|i| q[i as usize]);
+        let hit = impact(&at(start), &at(x)).is_some();
+        if hit {
+            self.merge(&pair);
+        }
+        hit
+    }
+
     /// Moves `x` (the step's ends, m) so that no vertex-triangle or edge-edge pair of the
     /// cloth's `triangles` and `edges` passes through another between `start` and `x` (see
     /// the module docs); `inverse_mass` is 0 for pinned vertices, `supports` non-zero for
@@ -108,10 +130,6 @@ impl ImpactZones {
         self.zoned.clear();
         self.zoned.resize(n, false);
         for round in 0..MAX_ROUNDS {
-            // After the first round only the zones' members have new paths.
-            let fresh = |zoned: &[bool], vertices: &[u32]| {
-                round == 0 || vertices.iter().any(|&v| zoned[v as usize])
-            };
             self.bvh.update_swept(start, x, start, x, triangles, 0.0);
             self.bvh.update_edges(start, x, edges, 0.0);
             let mut hits = 0;
@@ -119,38 +137,21 @@ impl ImpactZones {
             let candidates = std::mem::take(&mut self.candidates);
             for &(v, t) in &candidates {
                 let [a, b, c] = triangles[t as usize];
-                let vertices = [v, a, b, c];
-                if vertices[1..].contains(&v)
-                    || !fresh(&self.zoned, &vertices)
-                    || self.together(&vertices)
-                {
-                    continue;
-                }
-                let at = |q: &[Vec3]| vertices.map(|i| q[i as usize]);
-                if point_triangle_impact(&at(start), &at(x)).is_some() {
-                    self.merge(&vertices);
-                    hits += 1;
+                if ![a, b, c].contains(&v) {
+                    let pair = [v, a, b, c];
+                    hits += usize::from(self.hits(pair, round, (start, x), point_triangle_impact));
                 }
             }
-            self.candidates = candidates;
             candidate_edge_pairs(&self.bvh, &self.bvh, &mut self.candidates);
-            let candidates = std::mem::take(&mut self.candidates);
-            for &(i, j) in &candidates {
+            let edge_candidates = std::mem::replace(&mut self.candidates, candidates);
+            for &(i, j) in &edge_candidates {
                 let (e, f) = (edges[i as usize], edges[j as usize]);
-                let vertices = [e[0], e[1], f[0], f[1]];
-                if e.iter().any(|v| f.contains(v))
-                    || !fresh(&self.zoned, &vertices)
-                    || self.together(&vertices)
-                {
-                    continue;
-                }
-                let at = |q: &[Vec3]| vertices.map(|i| q[i as usize]);
-                if edge_edge_impact(&at(start), &at(x)).is_some() {
-                    self.merge(&vertices);
-                    hits += 1;
+                if !e.iter().any(|v| f.contains(v)) {
+                    let pair = [e[0], e[1], f[0], f[1]];
+                    hits += usize::from(self.hits(pair, round, (start, x), edge_edge_impact));
                 }
             }
-            self.candidates = candidates;
+            self.candidates = edge_candidates;
             if hits == 0 {
                 break;
             }

@@ -16,12 +16,9 @@
 //! mean from 5.6 to 7.3 mm). The scene's numbers are the example's (`examples/pile.rs`); keep
 //! them in step when either changes.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use bevy_deformable::sim::{
-    BodyHandle, MaterialParams, SavedWorld, SoftWorld, TetMesh, Vec3, WorldSettings,
-};
+use bevy_deformable::sim::{BodyHandle, SavedWorld, SoftWorld, Vec3, WorldSettings};
 
 // The integration tests' crossing measures.
 #[path = "../tests/common/mod.rs"]
@@ -46,24 +43,7 @@ const FALLING_SPEED: f64 = 0.3;
 fn scene() -> SoftWorld {
     let mut world = SoftWorld::new(WorldSettings::default());
     common::add_bin(&mut world, 0.6, 1.1, 0.05);
-    for i in 0..20usize {
-        let (column, layer) = (i % 4, i / 4);
-        let size = 0.1 + 0.035 * ((i * 7) % 3) as f64;
-        let at = Vec3::new(
-            -0.33 + 0.22 * column as f64 + 0.03 * layer as f64,
-            0.5 + 0.4 * layer as f64,
-            -0.2 + 0.4 * ((i / 2) % 2) as f64 - 0.05 * layer as f64,
-        );
-        let material = MaterialParams::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f64);
-        let mesh = if i % 2 == 0 {
-            TetMesh::cuboid(Vec3::repeat(size), 4)
-        } else {
-            TetMesh::sphere(size, 5)
-        };
-        world
-            .add_body(Arc::new(mesh), material, at)
-            .expect("valid body");
-    }
+    common::add_pile_bodies(&mut world, 20);
     world
 }
 

@@ -204,7 +204,7 @@ fn a_state_saved_to_a_file_loads_back_through_the_messages() {
     assert!(both(&app, bodies) == saved);
 
     // A corrupt file is refused with the reason.
-    std::fs::write(&path, b"BDSAVE\0\0\x01\0\0\0trunc").unwrap();
+    std::fs::write(&path, b"BDSAVE\0\0\x02\0\0\0trunc").unwrap();
     app.world_mut()
         .write_message(bevy_deformable::state_file::LoadState);
     app.update();

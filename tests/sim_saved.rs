@@ -5,9 +5,11 @@
 //! truncated or fuzzed bytes are refused with a typed error, never a panic, the world
 //! unchanged.
 
+use std::sync::Arc;
+
 use bevy_deformable::sim::{
-    BodyHandle, ObstacleHandle, SAVED_WORLD_VERSION, SavedWorld, SavedWorldError, SoftWorld,
-    Solver, Vec3, WorldSettings,
+    BodyHandle, MaterialParams, ObstacleCollider, ObstacleHandle, SAVED_WORLD_VERSION, SavedWorld,
+    SavedWorldError, SoftWorld, Solver, TetMesh, Vec3, WorldSettings,
 };
 use nalgebra::UnitQuaternion;
 
@@ -74,14 +76,15 @@ fn the_binary_form_decodes_to_what_was_saved() {
     let saved = world.save();
     let bytes = saved.to_bytes();
     assert_eq!(SavedWorld::from_bytes(&bytes).unwrap(), saved);
-    // 13 f64 per vertex (10, and 3 of friction where it carries some), one pin bit; 9 per
-    // tet; 4-8 f64 per remembered contact force; the header and counts.
+    // 16 f64 per vertex (10, 3 of friction where it carries some, 3 of the rest anchor while
+    // it counts as at rest), one pin bit; 9 per tet; 4-8 f64 per remembered contact force;
+    // the header and counts.
     let vertices: usize = saved.bodies.iter().map(|b| b.positions.len()).sum();
     let tets: usize = saved.bodies.iter().map(|b| b.rotations.len()).sum();
     let c = &saved.contacts;
     let contacts = c.groups.len() + c.friction.len() + c.normal_forces.len();
     assert!(
-        bytes.len() <= vertices * 105 + tets * 72 + contacts * 64 + 200,
+        bytes.len() <= vertices * 129 + tets * 72 + contacts * 64 + 200,
         "{} bytes for {vertices} vertices, {tets} tets and {contacts} contact forces",
         bytes.len()
     );
@@ -302,6 +305,83 @@ fn a_save_of_another_world_or_with_invalid_values_is_refused_and_the_world_kept(
         refused(&mut world, &fast),
         SavedWorldError::InvalidValue { .. }
     ));
+    let mut short_anchor = good.clone();
+    short_anchor.bodies[0].still_anchor = vec![[0.0; 3]; 2];
+    assert!(matches!(
+        refused(&mut world, &short_anchor),
+        SavedWorldError::WrongLength {
+            body: 0,
+            what: "rest anchor (one per vertex)",
+            ..
+        }
+    ));
+    let mut nan_anchor = good.clone();
+    nan_anchor.bodies[0].still_anchor = good.bodies[0].positions.clone();
+    nan_anchor.bodies[0].still_anchor[3][2] = f64::NAN;
+    assert!(matches!(
+        refused(&mut world, &nan_anchor),
+        SavedWorldError::InvalidValue {
+            what: "rest anchor",
+            ..
+        }
+    ));
+}
+
+/// A world saved while its bodies count as at rest (landed, not yet asleep) keeps where their
+/// rest began: the loaded world puts them to sleep at the same step as the saved run, with the
+/// same positions.
+#[test]
+fn a_world_saved_during_a_rest_falls_asleep_at_the_same_step_after_a_load() {
+    let scene = || {
+        let mut world = SoftWorld::new(WorldSettings::default());
+        world
+            .add_obstacle(ObstacleCollider::halfspace(Vec3::y()).unwrap())
+            .unwrap();
+        let bodies: Vec<BodyHandle> = [Vec3::new(0.0, 0.3, 0.0), Vec3::new(0.05, 0.6, 0.0)]
+            .into_iter()
+            .map(|at| {
+                let mesh = Arc::new(TetMesh::cuboid(Vec3::repeat(0.1), 3));
+                world.add_body(mesh, MaterialParams::RUBBER, at).unwrap()
+            })
+            .collect();
+        (world, bodies)
+    };
+    let (mut world, bodies) = scene();
+    let mut saved = None;
+    for _ in 0..600 {
+        world.step(DT).unwrap();
+        let s = world.save();
+        if s.bodies.iter().all(|b| !b.asleep && b.still_for > 0.2) {
+            saved = Some(s);
+            break;
+        }
+    }
+    let saved = saved.expect("the bodies rested without falling asleep");
+    assert!(saved.bodies.iter().all(|b| !b.still_anchor.is_empty()));
+    let bytes = saved.to_bytes();
+    let run = |world: &mut SoftWorld| {
+        (0..60)
+            .map(|_| {
+                let report = world.step(DT).unwrap();
+                (report.sleeping_bodies, all_positions(world, &bodies))
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = run(&mut world);
+    assert!(first.iter().any(|(asleep, _)| *asleep == bodies.len()));
+    let (mut fresh, _) = scene();
+    fresh
+        .load(&SavedWorld::from_bytes(&bytes).unwrap())
+        .unwrap();
+    let again = run(&mut fresh);
+    for (k, ((a, x), (b, y))) in first.iter().zip(&again).enumerate() {
+        assert_eq!(a, b, "step {k}: {a} against {b} asleep");
+        assert!(
+            max_distance(x, y) < 1e-9,
+            "step {k}: {} m apart",
+            max_distance(x, y)
+        );
+    }
 }
 
 #[test]

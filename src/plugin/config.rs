@@ -141,8 +141,9 @@ pub struct RestSettings {
     /// Damping rate (1/s) of a settling body's rigid motion (0: off), so that stacks and piles
     /// come to rest; deformation is left to the material's damping. Default: 10.
     pub settling_damping: f32,
-    /// Fastest vertex speed (m/s) at which a body counts as at rest for sleeping (0: no
-    /// sleeping). Default: 0.03.
+    /// Speed (m/s) below which a body counts as at rest for sleeping: its vertices must stay
+    /// within `sleep_speed * sleep_delay` (m) of where its rest began (0: no sleeping).
+    /// Default: 0.03.
     pub sleep_speed: f32,
     /// How long (s) a body and everything it touches must stay at rest before they sleep
     /// (skipped by the step until something wakes them). Default: 0.5.

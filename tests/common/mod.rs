@@ -1,7 +1,8 @@
 //! Helpers shared by the integration tests: the headless Bevy app of the plugin tests
 //! ([`app`]), the caged bunny of the drawn-surface tests and bench ([`bunny`]), surface crossings between bodies and of a cloth through itself, the cantilever of the beam-theory checks
-//! ([`beam`]), the block on a slope of the friction checks ([`slope`]) and the pushed bodies of
-//! the snapshot and save-file tests ([`pushed`]).
+//! ([`beam`]), the block on a slope of the friction checks ([`slope`]), the pushed bodies of
+//! the snapshot and save-file tests ([`pushed`]), and the bin and bodies of the pile
+//! ([`add_bin`], [`add_pile_bodies`]).
 
 // Each test crate uses its own subset.
 #![allow(dead_code)]
@@ -14,7 +15,9 @@ pub mod slope;
 
 use bevy_deformable::sim::contact::closest_point_on_triangle;
 use bevy_deformable::sim::embed::barycentric;
-use bevy_deformable::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3};
+use bevy_deformable::sim::{
+    BodyHandle, MaterialParams, ObstacleCollider, SoftWorld, TetMesh, Vec3,
+};
 use nalgebra::UnitQuaternion;
 
 /// `sign(det[b - a, c - a, d - a])`.
@@ -129,6 +132,30 @@ pub fn far_corner(x: &[Vec3]) -> (usize, Vec3) {
         .max_by(|a, b| (a.1.x + a.1.y + a.1.z).total_cmp(&(b.1.x + b.1.y + b.1.z)))
         .map(|(i, p)| (i, *p))
         .expect("a body has vertices")
+}
+
+/// The first `count` (at most 20) bodies of the `pile` example's pour, in layers of four from
+/// 0.5 m up: rubber cubes and balls of 0.1-0.17 m half size, `E` 100-300 kPa (the `pile`
+/// bench's scene, and the sleeping test's).
+pub fn add_pile_bodies(world: &mut SoftWorld, count: usize) {
+    for i in 0..count.min(20) {
+        let (column, layer) = (i % 4, i / 4);
+        let size = 0.1 + 0.035 * ((i * 7) % 3) as f64;
+        let at = Vec3::new(
+            -0.33 + 0.22 * column as f64 + 0.03 * layer as f64,
+            0.5 + 0.4 * layer as f64,
+            -0.2 + 0.4 * ((i / 2) % 2) as f64 - 0.05 * layer as f64,
+        );
+        let material = MaterialParams::RUBBER.with_youngs_modulus(1.0e5 + 1.0e5 * (i % 3) as f64);
+        let mesh = if i % 2 == 0 {
+            TetMesh::cuboid(Vec3::repeat(size), 4)
+        } else {
+            TetMesh::sphere(size, 5)
+        };
+        world
+            .add_body(std::sync::Arc::new(mesh), material, at)
+            .expect("valid body");
+    }
 }
 
 /// A floor at `y = 0` and an open bin on it: four box walls `thickness` (m) thick and `height`

@@ -154,8 +154,12 @@ pub struct SoftBody {
     /// Whether the body sleeps: the step skips it until something wakes it
     /// ([`super::sleeping`]).
     pub(crate) asleep: bool,
-    /// How long (s) every vertex has been slower than the sleeping speed.
+    /// How long (s) every vertex has stayed within the sleeping radius of its place in
+    /// [`SoftBody::still_anchor`] ([`super::sleeping`]).
     pub(crate) still_for: f64,
+    /// Where the vertices were (m) when the body's present rest window began (empty: none
+    /// began yet).
+    pub(crate) still_anchor: Vec<Vec3>,
     /// Bounds of a sleeping body (m), padded by the contact margin.
     pub(crate) sleep_bounds: Bounds,
     /// Transitions not yet reported in a [`super::StepReport`]: (fell asleep, woke).
@@ -219,6 +223,7 @@ impl SoftBody {
             slow_for,
             asleep,
             still_for,
+            still_anchor,
             sleep_bounds,
             sleep_events,
             last_step,
@@ -247,6 +252,7 @@ impl SoftBody {
         self.slow_for = *slow_for;
         self.asleep = *asleep;
         self.still_for = *still_for;
+        self.still_anchor.clone_from(still_anchor);
         self.sleep_bounds = *sleep_bounds;
         self.sleep_events = *sleep_events;
         self.last_step.clone_from(last_step);
@@ -330,6 +336,7 @@ impl SoftBody {
             slow_for: 0.0,
             asleep: false,
             still_for: 0.0,
+            still_anchor: Vec::new(),
             sleep_bounds: (Vec3::zeros(), Vec3::zeros()),
             sleep_events: (false, false),
             last_step: Default::default(),
@@ -493,6 +500,7 @@ impl SoftBody {
             self.ws.friction.clear();
         }
         self.still_for = 0.0;
+        self.still_anchor.clear();
     }
 
     /// Puts the body to sleep where it is, at zero velocity; its bounds are padded by
@@ -504,6 +512,7 @@ impl SoftBody {
         self.asleep = true;
         self.sleep_events.0 = true;
         self.still_for = 0.0;
+        self.still_anchor.clear();
         self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
         self.good_v.iter_mut().for_each(|v| *v = Vec3::zeros());
         let (lo, hi) = crate::sim::mesh::bounds(&self.x);

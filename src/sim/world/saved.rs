@@ -3,7 +3,8 @@
 //!
 //! A saved world holds, per body in stepping order, its vertices' positions (m), velocities
 //! (m/s), pins, attachment stiffnesses (N/m), the pins' and attachments' targets (m), its
-//! sleeping state and the rotations its local step starts from; per obstacle its pose and
+//! sleeping state (with where its present rest began) and the rotations its local step
+//! starts from; per obstacle its pose and
 //! velocities; and the contact and friction forces the next step starts from. That is the
 //! state a game cannot rebuild from its own assets; the meshes, materials, settings,
 //! colliders and collision groups are the game's, and the world that loads a file must have
@@ -33,7 +34,8 @@
 //! payload's length and its FNV-1a checksum, then the payload, every number little-endian:
 //! per body its vertex and tet counts, sleep flag, rest and slow times, positions,
 //! velocities, targets (3 `f64` per vertex each), pins (one bit per vertex), attachment
-//! stiffnesses, friction forces and rotations (9 `f64` per tet); per obstacle its position,
+//! stiffnesses, friction forces, rotations (9 `f64` per tet) and the rest anchor (3 `f64`
+//! per vertex, or none); per obstacle its position,
 //! rotation (quaternion `i, j, k, w`), linear and angular velocity and coupling warm start;
 //! then the contact forces.
 //! Decoding never trusts a count: a length that the remaining bytes cannot hold is
@@ -52,7 +54,7 @@ use crate::sim::math::Vec3;
 
 /// The version [`SavedWorld::to_bytes`] writes and the only one [`SavedWorld::from_bytes`]
 /// reads.
-pub const SAVED_WORLD_VERSION: u32 = 1;
+pub const SAVED_WORLD_VERSION: u32 = 2;
 
 /// The first bytes of the binary form.
 const MAGIC: &[u8; 8] = b"BDSAVE\0\0";
@@ -104,6 +106,9 @@ pub struct SavedBody {
     pub asleep: bool,
     /// How long it has been at rest, for sleeping (s).
     pub still_for: f64,
+    /// Where its vertices were when that rest began (m), which sleeping measures their
+    /// movement from; empty if none began (or it sleeps).
+    pub still_anchor: Vec<[f64; 3]>,
     /// How long it has been slow, for settling (s).
     pub slow_for: f64,
     /// Per free (unpinned) vertex: the friction force it carries into the next step (N); empty
@@ -244,6 +249,11 @@ impl SavedWorld {
                 .iter()
                 .flatten()
                 .for_each(|&c| put_f64(&mut payload, c));
+            put_u32(&mut payload, body.still_anchor.len() as u32);
+            body.still_anchor
+                .iter()
+                .flatten()
+                .for_each(|&c| put_f64(&mut payload, c));
         }
         put_u32(&mut payload, self.obstacles.len() as u32);
         for o in &self.obstacles {
@@ -291,10 +301,11 @@ impl SavedWorld {
             .bodies
             .iter()
             .map(|b| {
-                36 + b.positions.len() * (9 * 8 + 8)
+                40 + b.positions.len() * (9 * 8 + 8)
                     + b.positions.len().div_ceil(8)
                     + b.friction.len() * 24
                     + b.rotations.len() * 72
+                    + b.still_anchor.len() * 24
             })
             .sum();
         let c = &self.contacts;
@@ -374,6 +385,9 @@ impl SavedWorld {
                     Ok(m)
                 })
                 .collect::<Result<_, SavedWorldError>>()?;
+            let still_anchor = (0..r.count(24)?)
+                .map(|_| Ok([r.f64()?, r.f64()?, r.f64()?]))
+                .collect::<Result<_, SavedWorldError>>()?;
             bodies.push(SavedBody {
                 tets,
                 positions,
@@ -383,6 +397,7 @@ impl SavedWorld {
                 attachment_stiffness,
                 asleep,
                 still_for,
+                still_anchor,
                 slow_for,
                 friction,
                 rotations,
@@ -449,6 +464,7 @@ impl SoftWorld {
                     attachment_stiffness: b.attach_k.clone(),
                     asleep: b.asleep,
                     still_for: b.still_for,
+                    still_anchor: b.still_anchor.iter().map(array).collect(),
                     slow_for: b.slow_for,
                     friction: b.ws.friction.iter().map(array).collect(),
                     rotations: match b.ws.frames.covers(b.mesh.tet_count()) {
@@ -535,6 +551,8 @@ impl SoftWorld {
                 b.fall_asleep(margin);
             }
             b.still_for = s.still_for;
+            b.still_anchor.clear();
+            b.still_anchor.extend(s.still_anchor.iter().map(vector));
             b.slow_for = s.slow_for;
         }
         for (o, s) in self.obstacles.iter_mut().zip(&saved.obstacles) {
@@ -624,6 +642,17 @@ impl SoftWorld {
             }
             if !(s.slow_for.is_finite() && s.slow_for >= 0.0) {
                 return Err(invalid("slow time"));
+            }
+            if !s.still_anchor.is_empty() && s.still_anchor.len() != s.positions.len() {
+                return Err(SavedWorldError::WrongLength {
+                    body: i,
+                    what: "rest anchor (one per vertex)",
+                    found: s.still_anchor.len(),
+                    expected: s.positions.len(),
+                });
+            }
+            if !finite(&s.still_anchor) {
+                return Err(invalid("rest anchor"));
             }
             let free = s.pinned.iter().filter(|p| !**p).count();
             if !s.friction.is_empty() && s.friction.len() != free {

@@ -354,8 +354,10 @@ impl Settling {
 /// the `sleeping` module's docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sleeping {
-    /// Fastest vertex speed (m/s) at which a body counts as at rest; 0 turns sleeping off.
-    /// Default: 0.03 (Jolt's default).
+    /// Speed (m/s) that sets how far a body's vertices may move and still count as at rest:
+    /// each must stay within `speed * delay` (m) of where it was when the rest began (a body
+    /// moving steadily rests below `speed`, one accelerating from rest below
+    /// `2 * speed / delay`); 0 turns sleeping off. Default: 0.03 (Jolt's default).
     pub speed: f64,
     /// How long (s) a body (and every body of its island) must stay at rest before it sleeps.
     /// Default: 0.5 (Jolt's default).

@@ -4,12 +4,11 @@
 //! A saved world holds, per body in stepping order, its vertices' positions (m), velocities
 //! (m/s), pins, attachment stiffnesses (N/m), the pins' and attachments' targets (m), its
 //! sleeping state (with where its present rest began) and the rotations its local step
-//! starts from; per obstacle its pose and
-//! velocities; and the contact and friction forces the next step starts from. That is the
-//! state a game cannot rebuild from its own assets; the meshes, materials, settings,
-//! colliders and collision groups are the game's, and the world that loads a file must have
-//! the same bodies (vertex and tet counts, in the same order) and the same number of
-//! obstacles.
+//! starts from; per obstacle its pose and velocities; and the contact and friction forces
+//! the next step starts from. That is the state a game cannot rebuild from its own assets;
+//! the meshes, materials, settings, colliders and collision groups are the game's, and the
+//! world that loads a file must have the same bodies (vertex and tet counts, in the same
+//! order) and the same number of obstacles.
 //!
 //! Loading ([`SoftWorld::load`]) puts all of it back exactly; the islands' kept contact
 //! systems start empty. Every body is unfrozen and released from a grab. A loaded world then
@@ -35,9 +34,8 @@
 //! per body its vertex and tet counts, sleep flag, rest and slow times, positions,
 //! velocities, targets (3 `f64` per vertex each), pins (one bit per vertex), attachment
 //! stiffnesses, friction forces, rotations (9 `f64` per tet) and the rest anchor (3 `f64`
-//! per vertex, or none); per obstacle its position,
-//! rotation (quaternion `i, j, k, w`), linear and angular velocity and coupling warm start;
-//! then the contact forces.
+//! per vertex, or none); per obstacle its position, rotation (quaternion `i, j, k, w`),
+//! linear and angular velocity and coupling warm start; then the contact forces.
 //! Decoding never trusts a count: a length that the remaining bytes cannot hold is
 //! [`SavedWorldError::Truncated`], so corrupt or hostile bytes give a typed error, never a
 //! panic or a large allocation. `SavedWorld` also implements serde's `Serialize` and
@@ -107,7 +105,9 @@ pub struct SavedBody {
     /// How long it has been at rest, for sleeping (s).
     pub still_for: f64,
     /// Where its vertices were when that rest began (m), which sleeping measures their
-    /// movement from; empty if none began (or it sleeps).
+    /// movement from; empty if none began (or it sleeps). Missing in a serde form written
+    /// before it existed: empty, and the rest starts over at the load.
+    #[serde(default)]
     pub still_anchor: Vec<[f64; 3]>,
     /// How long it has been slow, for settling (s).
     pub slow_for: f64,

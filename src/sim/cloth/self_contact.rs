@@ -152,6 +152,15 @@ fn segment_distance(a0: &Vec3, a1: &Vec3, b0: &Vec3, b1: &Vec3) -> f64 {
     (a0 + da * s - b0 - db * t).norm()
 }
 
+/// The side (+1 or -1) a pair starts on, from its signed distance where the motion starts
+/// (`None` where its normal is undefined); 0 where that is within [`UNDECIDED`].
+fn start_side(before: Option<f64>) -> f64 {
+    match before {
+        Some(d) if d.abs() > UNDECIDED => d.signum(),
+        _ => 0.0,
+    }
+}
+
 /// Whether a pair stays well apart on one side: its signed distances along its normal where
 /// the motion starts and where it ends (`None` where the normal is undefined) have one sign
 /// and are both beyond `band` (m). A pair that turns over between them may still meet; the
@@ -239,10 +248,7 @@ impl ClothSelfContacts {
             {
                 continue;
             }
-            let side = match before {
-                Some(d) if d.abs() > UNDECIDED => d.signum(),
-                _ => 0.0,
-            };
+            let side = start_side(before);
             self.points.push(PointFace {
                 vertex: v,
                 triangle: t,
@@ -286,10 +292,7 @@ impl ClothSelfContacts {
             {
                 continue;
             }
-            let side = match before {
-                Some(d) if d.abs() > UNDECIDED => d.signum(),
-                _ => 0.0,
-            };
+            let side = start_side(before);
             self.crossings.push(EdgePair {
                 edges: [i, j],
                 side,

@@ -55,8 +55,8 @@ pub mod tuning;
 pub struct ReadmeDoctests;
 
 pub use plugin::{
-    DeformableConfig, DeformablePlugin, DeformableSnapshot, DeformableSnapshotError,
-    DeformableSystems, DeformableWorld,
+    DeformableConfig, DeformableImpulseError, DeformablePlugin, DeformableSnapshot,
+    DeformableSnapshotError, DeformableSystems, DeformableWorld,
 };
 
 /// The types a game needs: the plugins, the components and their constructors' types (vertex
@@ -82,9 +82,9 @@ pub mod prelude {
         BodyFrozen, BodySlept, BodyWoke, ContactEnded, ContactStarted, ResetScene,
     };
     pub use crate::plugin::{
-        ContactSettings, DeformableConfig, DeformablePlugin, DeformableSnapshot,
-        DeformableSnapshotError, DeformableSystems, DeformableWorld, ElasticModel, FrictionModel,
-        RestSettings, SolverChoice, SolverSettings,
+        ContactSettings, DeformableConfig, DeformableImpulseError, DeformablePlugin,
+        DeformableSnapshot, DeformableSnapshotError, DeformableSystems, DeformableWorld,
+        ElasticModel, FrictionModel, RestSettings, SolverChoice, SolverSettings,
     };
     pub use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
     pub use crate::selection::VertexSelection;

@@ -487,3 +487,48 @@ fn the_plugin_systems_have_no_ambiguous_order() {
     app.update();
     app.update();
 }
+
+/// `DeformableWorld::apply_impulse` kicks a body as a rigid body's momentum would change (in
+/// zero gravity, the body's momentum after a step is the impulse), and refuses an entity
+/// without a body and a non-finite impulse by type.
+#[test]
+fn an_impulse_applied_through_the_world_moves_the_body_by_its_momentum() {
+    let mut app = app();
+    app.world_mut().resource_mut::<DeformableConfig>().gravity = Vec3::ZERO;
+    let body = app
+        .world_mut()
+        .spawn((
+            DeformableBody::cuboid(Vec3::splat(0.2), 3).unwrap(),
+            SoftMaterial::RUBBER,
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    app.update();
+    let impulse = Vec3::new(3.0, 0.0, -1.0);
+    let mut world = app.world_mut().resource_mut::<DeformableWorld>();
+    assert!(
+        world
+            .apply_impulse(body, Vec3::new(0.0, 1.2, 0.0), impulse)
+            .unwrap()
+    );
+    assert!(matches!(
+        world.apply_impulse(body, Vec3::new(0.0, 1.2, 0.0), Vec3::NAN),
+        Err(DeformableImpulseError::World(_))
+    ));
+    let stranger = Entity::from_raw_u32(12345).unwrap();
+    assert_eq!(
+        world.apply_impulse(stranger, Vec3::ZERO, impulse),
+        Err(DeformableImpulseError::NotABody(stranger))
+    );
+    app.update();
+    let masses = sim::TetMesh::cuboid(sim::Vec3::repeat(0.2), 3)
+        .lumped_masses(f64::from(SoftMaterial::RUBBER.density));
+    let world = app.world().resource::<DeformableWorld>();
+    let v = world.world().velocities(world.body(body).unwrap()).unwrap();
+    let momentum: sim::Vec3 = v.iter().zip(&masses).map(|(u, &m)| m * u).sum();
+    let expected = sim::Vec3::new(3.0, 0.0, -1.0);
+    assert!(
+        (momentum - expected).norm() < 1e-6,
+        "momentum {momentum} after the step, expected {expected}"
+    );
+}

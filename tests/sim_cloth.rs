@@ -1,6 +1,6 @@
 //! Cloth stepped on its own (`sim::cloth`): a sheet hanging from two corners comes to rest
-//! within its strain limit (both in-plane models) with its pins in place and its energy never
-//! growing at rest; area limits hold a soft sheet's triangles; a stiffer cloth bends less
+//! within its strain limit (both in-plane models) with its pins in place, its weight on them
+//! and its energy never growing at rest; area limits hold a soft sheet's triangles; a stiffer cloth bends less
 //! under its weight; a pre-bent cloth keeps its rest shape with the rest-curvature model; wind
 //! blows a flag downwind, the same on one thread and two; bad input is refused.
 
@@ -100,6 +100,20 @@ fn hang_by_two_corners(material: ClothMaterial) {
     assert!(
         stretch < 1.1 + 0.01,
         "{model:?}: stretched to {stretch} (limit 1.1)"
+    );
+    // Hanging at rest, it puts its weight on its pins (momentum balance: the pins' reactions
+    // are worked out from the elastic forces at the pinned vertices, not from the weight).
+    let weight: f64 = cloth.masses().iter().sum::<f64>() * GRAVITY.y * DT;
+    let on_pins: Vec3 = cloth.pin_impulses().map(|(_, j)| j).sum();
+    assert_eq!(cloth.pin_impulses().count(), 2);
+    let total = cloth.pins_total_impulse();
+    assert!(
+        (total - Vec3::new(0.0, weight, 0.0)).norm() < 1e-3 * weight.abs(),
+        "{model:?}: by momentum, the pins take {total} N s a step, the weight is {weight}"
+    );
+    assert!(
+        (on_pins - Vec3::new(0.0, weight, 0.0)).norm() < 1e-3 * weight.abs(),
+        "{model:?}: the pins take {on_pins} N s a step, the weight is {weight}"
     );
     // At rest the energy does not grow: second by second over the last two seconds, and from
     // step to step beyond what ten PD iterations leave of the implicit step, which is not

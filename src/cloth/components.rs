@@ -21,7 +21,10 @@ use crate::sim::embed::EmbeddedPoint;
 /// are on the rectangle, following the entity's transform (move the entity to move the pole,
 /// rail or shoulders the cloth hangs from), or riding on a soft body
 /// ([`DeformableCloth::pin_to_body`]); the rest falls, flutters in the [`ClothWind`] and
-/// drapes over the [`crate::components::Obstacle`]s. The plugin gives the entity a `Mesh3d`
+/// drapes over the [`crate::components::Obstacle`]s and the soft bodies. The soft bodies feel
+/// it one step late: its contacts' impulses on their surfaces and its pins' pull are applied to
+/// them before their next step (not to skinned flesh, [`crate::skin::SkinFlesh`], which its
+/// bones drive: there a cloth stays one way). The plugin gives the entity a `Mesh3d`
 /// (positions in the entity's frame, area-weighted normals, UVs over the rectangle) unless it
 /// has one of the same vertex count; give it a double-sided material
 /// (`StandardMaterial { double_sided: true, cull_mode: None, .. }`) so both faces are lit.
@@ -67,7 +70,8 @@ pub struct DeformableCloth {
     /// instead of this entity's transform: where the cloth is built, each pinned vertex is
     /// embedded in the body's tet it lies in (or the nearest), and from then on it is carried
     /// by that tet as the body moves and deforms (a flag stitched to a jelly, a cape on a soft
-    /// creature). One way: the body does not feel the cloth. A body not yet in the world is
+    /// creature). The body feels the pins' pull one step late (the cloth's weight, drag and
+    /// inertia, shared equally among the pins). A body not yet in the world is
     /// waited for; an entity that is no soft body refuses the cloth
     /// ([`ClothError::PinnedToMissingBody`](crate::sim::cloth::ClothError::PinnedToMissingBody)).
     /// Default: `None`.

@@ -1,6 +1,7 @@
 //! The cloth's systems: [`step_cloths`] after the soft bodies' step (each cloth built or
 //! rebuilt from its component, its pins moved with its entity, stepped among the world's
-//! obstacles and the surfaces of the soft bodies near it, in the wind), and [`draw_cloths`]
+//! obstacles and the surfaces of the soft bodies near it, in the wind, and its contacts'
+//! impulses on those surfaces given to the bodies for their next step), and [`draw_cloths`]
 //! before the frame is drawn (the positions into the entity's mesh, in its frame, with
 //! normals).
 
@@ -13,7 +14,7 @@ use bevy::ecs::message::MessageReader;
 use bevy::ecs::query::Has;
 use bevy::log::warn;
 use bevy::mesh::{Mesh, Mesh3d, VertexAttributeValues};
-use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Time};
+use bevy::prelude::{Commands, GlobalTransform, Query, Res, ResMut, Time, With};
 use bevy::time::Fixed;
 use bevy::transform::helper::TransformHelper;
 
@@ -26,23 +27,28 @@ use crate::plugin::{DeformableConfig, DeformableWorld, StepSchedule};
 use crate::render;
 use crate::selection::resolve_vertices_in;
 use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
-use crate::sim::embed::embed_points_at;
+use crate::sim::embed::{EmbeddedPoint, embed_points_at};
 use crate::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3 as SimVec3};
+use crate::skin::SkinFlesh;
 
 /// Steps every cloth once per step of the soft bodies (paused with them), building it where
 /// its component is new or edited (see [`DeformableCloth`]; a cloth whose pins ride on a
 /// body not yet in the world waits for it); a [`ResetScene`] starts every cloth over at its
-/// entity's pose.
+/// entity's pose. What the cloths' contacts put on the soft bodies' surfaces (their weight,
+/// their impacts, friction) is applied to the bodies as impulses
+/// ([`crate::sim::SoftWorld::apply_impulses_at`]), which their next step takes: contact both
+/// ways, one step late.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step_cloths(
     config: Res<DeformableConfig>,
-    world: Res<DeformableWorld>,
+    mut world: ResMut<DeformableWorld>,
     (wind, time): (Res<ClothWind>, Res<Time>),
     mut stats: ResMut<DeformableDiagnostics>,
     mut resets: MessageReader<ResetScene>,
     transforms: TransformHelper,
     mut cloths: Query<(Entity, &DeformableCloth, &mut ClothState)>,
     handles: Query<(Option<&DeformableHandle>, Has<DeformableBody>)>,
+    flesh: Query<(), With<SkinFlesh>>,
 ) {
     if resets.read().count() > 0 {
         for (_, _, mut state) in &mut cloths {
@@ -64,6 +70,12 @@ pub(crate) fn step_cloths(
     // Made when the first cloth steps (a game without cloth pays nothing).
     let mut bodies: Option<SurfaceObstacles> = None;
     let mut touched: Vec<ObstacleCollider> = Vec::new();
+    // The body behind each of `touched` past the world's obstacles.
+    let mut touched_bodies: Vec<BodyHandle> = Vec::new();
+    // `(body, point, impulse)`: what the cloths' contacts put on the bodies' surfaces, and
+    // what their pins riding on bodies pull.
+    let mut reactions: Vec<(BodyHandle, SimVec3, SimVec3)> = Vec::new();
+    let mut pulls: Vec<(BodyHandle, EmbeddedPoint, SimVec3)> = Vec::new();
     for (entity, cloth, mut state) in &mut cloths {
         let state = &mut *state;
         // Where the entity is now (its `GlobalTransform` is last frame's until propagation).
@@ -110,21 +122,78 @@ pub(crate) fn step_cloths(
                 }
             }
         }
-        // The soft bodies near it, as their surfaces now (one way: `SoftWorld::surface_obstacle`).
+        // The soft bodies near it, as their surfaces now (`SoftWorld::surface_obstacle`).
         touched.clear();
         touched.extend_from_slice(obstacles);
+        touched_bodies.clear();
         bodies
             .get_or_insert_with(|| SurfaceObstacles::of(world.world()))
-            .near(system.positions(), BODY_REACH, &mut touched);
-        if let Err(e) = system.step_among(gravity, wind, &touched) {
-            if state.error.is_none() {
-                warn!("cloth {entity}: {e}");
+            .near(
+                system.positions(),
+                BODY_REACH,
+                (&mut touched, &mut touched_bodies),
+            );
+        match system.step_among(gravity, wind, &touched) {
+            Ok(()) => {
+                reactions.extend(system.obstacle_impulses().filter_map(|(o, at, impulse)| {
+                    let body = touched_bodies.get(o.checked_sub(obstacles.len())?)?;
+                    Some((*body, at, impulse))
+                }));
+                // The pins' pull shared equally (the cloth's momentum balance: its weight,
+                // drag and inertia, without the pinned rows' stiffness, which a light body
+                // given it one step late cannot hold: `ClothSystem::pins_total_impulse`).
+                if let Some((h, pins)) = state.pins_body.as_ref().filter(|(_, p)| !p.is_empty()) {
+                    let share = system.pins_total_impulse() / pins.len() as f64;
+                    pulls.extend(pins.iter().map(|(_, point)| (*h, *point, share)));
+                }
             }
-            state.error = Some(e);
+            Err(e) => {
+                if state.error.is_none() {
+                    warn!("cloth {entity}: {e}");
+                }
+                state.error = Some(e);
+            }
         }
         state.record(true);
     }
+    drop(bodies);
+    // Skinned flesh is driven to its bones every step; a cloth on it is not passed on (see
+    // `DeformableCloth`'s docs).
+    let driven = |h: &BodyHandle| world.entity_of(*h).is_some_and(|e| flesh.contains(e));
+    reactions.retain(|(h, _, _)| !driven(h));
+    pulls.retain(|(h, _, _)| !driven(h));
+    apply_reactions(world.world_mut(), &mut reactions, &mut pulls);
     stats.cloth_ms = started.elapsed().as_secs_f64() * 1e3;
+}
+
+/// Applies the cloths' contact `reactions` (at points given by position) and their pins'
+/// `pulls` (at embedded points) to their bodies, each body's at once, in body order.
+fn apply_reactions(
+    world: &mut SoftWorld,
+    reactions: &mut [(BodyHandle, SimVec3, SimVec3)],
+    pulls: &mut [(BodyHandle, EmbeddedPoint, SimVec3)],
+) {
+    // The points and impulses are finite (the cloths' steps succeeded) and the bodies were in
+    // the world this step; a pin's point was embedded in its body's mesh: nothing to refuse.
+    reactions.sort_by_key(|&(body, _, _)| body);
+
+    let mut at = Vec::new();
+    for group in reactions.chunk_by(|a, b| a.0 == b.0) {
+        at.clear();
+        at.extend(group.iter().map(|&(_, p, impulse)| (p, impulse)));
+        if let Err(e) = world.apply_impulses_at(group[0].0, &at) {
+            warn!("cloth contact on body {:?}: {e}", group[0].0);
+        }
+    }
+    pulls.sort_by_key(|&(body, _, _)| body);
+    let mut embedded = Vec::new();
+    for group in pulls.chunk_by(|a, b| a.0 == b.0) {
+        embedded.clear();
+        embedded.extend(group.iter().map(|&(_, p, impulse)| (p, impulse)));
+        if let Err(e) = world.apply_impulses(group[0].0, &embedded) {
+            warn!("cloth pins on body {:?}: {e}", group[0].0);
+        }
+    }
 }
 
 /// How far (m) around a cloth's vertices a soft body's bounds must come for its surface to be
@@ -155,8 +224,13 @@ impl<'w> SurfaceObstacles<'w> {
     }
 
     /// Appends to `out` the surface of every body whose bounds come within `reach` (m) of
-    /// `points`' bounds.
-    fn near(&mut self, points: &[SimVec3], reach: f64, out: &mut Vec<ObstacleCollider>) {
+    /// `points`' bounds, and to `handles` its body.
+    fn near(
+        &mut self,
+        points: &[SimVec3],
+        reach: f64,
+        (out, handles): (&mut Vec<ObstacleCollider>, &mut Vec<BodyHandle>),
+    ) {
         let (lo, hi) = crate::sim::mesh::bounds(points);
         let (lo, hi) = (lo.add_scalar(-reach), hi.add_scalar(reach));
         for (k, (h, (blo, bhi))) in self.bodies.iter().enumerate() {
@@ -167,6 +241,7 @@ impl<'w> SurfaceObstacles<'w> {
             let surface = self.surfaces[k].get_or_insert_with(|| world.surface_obstacle(*h).ok());
             if let Some(surface) = surface {
                 out.push(surface.clone());
+                handles.push(*h);
             }
         }
     }

@@ -142,7 +142,8 @@ pub struct RestSettings {
     /// come to rest; deformation is left to the material's damping. Default: 10.
     pub settling_damping: f32,
     /// Speed (m/s) below which a body counts as at rest for sleeping: its vertices must stay
-    /// within `sleep_speed * sleep_delay` (m) of where its rest began (0: no sleeping).
+    /// within `sleep_speed * sleep_delay` (m) of where its rest began in root mean square,
+    /// none more than twice that (0: no sleeping).
     /// Default: 0.03.
     pub sleep_speed: f32,
     /// How long (s) a body and everything it touches must stay at rest before they sleep

@@ -45,7 +45,9 @@ pub use config::{
     ContactSettings, DeformableConfig, ElasticModel, FrictionModel, RestSettings, SolverChoice,
     SolverSettings,
 };
-pub use world::{DeformableSnapshot, DeformableSnapshotError, DeformableWorld};
+pub use world::{
+    DeformableImpulseError, DeformableSnapshot, DeformableSnapshotError, DeformableWorld,
+};
 
 use bevy::app::{
     App, FixedFirst, FixedLast, FixedPostUpdate, FixedPreUpdate, FixedUpdate, Plugin, PostUpdate,

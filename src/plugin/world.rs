@@ -3,9 +3,11 @@
 use std::collections::{HashMap, HashSet};
 
 use bevy::ecs::entity::Entity;
+use bevy::math::Vec3;
 use bevy::prelude::Resource;
 use thiserror::Error;
 
+use crate::convert::to_sim;
 use crate::sim::{self, BodyHandle, ObstacleHandle, SnapshotError, SoftWorld, WorldSnapshot};
 
 /// The simulation world and its mapping to entities.
@@ -45,12 +47,12 @@ impl DeformableWorld {
         self.entity_of_body.get(&h).copied()
     }
 
-    /// The simulation world, for the plugin's own edits (grab, reset, pins).
     /// Whether the world stepped in this run of the schedule (not paused).
     pub(crate) fn stepped(&self) -> bool {
         self.stepped
     }
 
+    /// The simulation world, for the plugin's own edits (grab, reset, pins).
     pub(crate) fn world_mut(&mut self) -> &mut SoftWorld {
         &mut self.world
     }
@@ -59,6 +61,50 @@ impl DeformableWorld {
     pub fn positions(&self, entity: Entity) -> Option<&[sim::Vec3]> {
         self.world.positions(self.body(entity)?).ok()
     }
+
+    /// Kicks the body of `entity` with `impulse` (N s) at the point `at` (m, world; on its
+    /// surface or inside it), taken by its next step: a hit, an explosion's push. The body's
+    /// momentum changes by the impulse and its angular momentum as a rigid body's would; the
+    /// body's elasticity spreads it ([`SoftWorld::apply_impulse`]). Returns whether the body
+    /// changed: a frozen body takes nothing, and a sleeping one wakes only for an impulse
+    /// that moves some vertex faster than the sleeping speed (wake it first with
+    /// [`Self::wake`] to push it gently).
+    ///
+    /// # Errors
+    /// [`DeformableImpulseError::NotABody`] for an entity without a simulated body (not yet
+    /// added: bodies join the world in the next fixed step after they spawn), or a non-finite
+    /// point or impulse.
+    pub fn apply_impulse(
+        &mut self,
+        entity: Entity,
+        at: Vec3,
+        impulse: Vec3,
+    ) -> Result<bool, DeformableImpulseError> {
+        let h = self
+            .body(entity)
+            .ok_or(DeformableImpulseError::NotABody(entity))?;
+        Ok(self
+            .world
+            .apply_impulses_at(h, &[(to_sim(at), to_sim(impulse))])?)
+    }
+
+    /// Wakes the sleeping body of `entity` (nothing for an awake one); `false` for an entity
+    /// without a simulated body.
+    pub fn wake(&mut self, entity: Entity) -> bool {
+        self.body(entity)
+            .is_some_and(|h| self.world.wake(h).is_ok())
+    }
+}
+
+/// Why [`DeformableWorld::apply_impulse`] refused an impulse (nothing was applied).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DeformableImpulseError {
+    /// The entity has no simulated body.
+    #[error("entity {0} has no simulated soft body")]
+    NotABody(Entity),
+    /// The simulation refused it (a non-finite point or impulse).
+    #[error(transparent)]
+    World(#[from] sim::WorldError),
 }
 
 /// A [`DeformableWorld`]'s state at one moment, keyed by entity: the simulation's

@@ -70,6 +70,8 @@ struct Plane {
     /// Where the vertex started the step relative to the obstacle, in the obstacle's pose at
     /// its end (m; its start itself where the obstacle stands still).
     from: Vec3,
+    /// The impulse (N s) the vertex put on the obstacle over the step (set by friction).
+    impulse: Vec3,
 }
 
 /// Where `p` (m), at the step's start, is relative to `obstacle` in the obstacle's pose at the
@@ -153,6 +155,7 @@ impl ClothContacts {
                         push: 0.0,
                         target_push: 0.0,
                         from: self.carried[v],
+                        impulse: Vec3::zeros(),
                     });
                 }
             }
@@ -209,6 +212,7 @@ impl ClothContacts {
                         push: 0.0,
                         target_push: 0.0,
                         from: carried(obstacle, start[v], h),
+                        impulse: Vec3::zeros(),
                     });
                     break;
                 }
@@ -257,15 +261,18 @@ impl ClothContacts {
 
     /// Coulomb friction on the step's motion from `start` to `x` (see the module docs), with
     /// the cloth's coefficient `friction` combined with each obstacle's; `h` the step (s).
+    /// Records each contact's impulse on its obstacle with the vertices' masses `mass` (kg):
+    /// the normal push and the friction's cut, each times `m / h`.
     pub fn apply_friction(
-        &self,
+        &mut self,
         x: &mut [Vec3],
         start: &[Vec3],
         obstacles: &[ObstacleCollider],
-        friction: f64,
+        (friction, mass): (f64, &[f64]),
         h: f64,
     ) {
-        for plane in &self.planes {
+        for plane in &mut self.planes {
+            plane.impulse = Vec3::zeros();
             let pushed = plane.push + plane.target_push;
             if pushed <= 0.0 {
                 continue;
@@ -280,12 +287,26 @@ impl ClothContacts {
             let tangential = moved - n * n.dot(&moved);
             let length = tangential.norm();
             let budget = mu * pushed;
-            x[v] -= if length <= budget {
+            let cut = if length <= budget {
                 tangential
             } else {
                 tangential * (budget / length)
             };
+            x[v] -= cut;
+            // The cloth was pushed out along `n` and held back by `cut`; the obstacle takes
+            // the opposite.
+            plane.impulse = (mass[v] / h) * (cut - pushed * n);
         }
+    }
+
+    /// Per contact of the last step: its obstacle's index, a point of the obstacle's surface
+    /// (m) and the impulse (N s) the cloth put on the obstacle there over the step (into it
+    /// along the normal, and along the cloth's sliding by friction).
+    pub fn impulses(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
+        self.planes
+            .iter()
+            .filter(|p| p.impulse != Vec3::zeros())
+            .map(|p| (p.obstacle as usize, p.point, p.impulse))
     }
 
     /// Per vertex: the outward normal of the obstacle the last projection left it touching

@@ -13,20 +13,26 @@
 //! | `self_contact.rs` | the cloth against itself: vertex-triangle and edge-edge pairs kept a thickness apart on the side each was first seen on, projected after every global solve, Coulomb friction |
 //! | `impact_zones.rs` | the fail-safe: continuous collision detection over the step, and the vertices of pairs that would pass through each other moved as one |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
+//! | `system/pins.rs` | the pins' reactions: per pin from its elastic row, all together from the cloth's momentum balance |
 //!
-//! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`), and soft bodies one
-//! way, through their surfaces as obstacles ([`crate::sim::SoftWorld::surface_obstacle`]); the
+//! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`), and soft bodies
+//! through their surfaces as obstacles ([`crate::sim::SoftWorld::surface_obstacle`]); the
 //! Bevy layer (`crate::cloth`) steps one per `DeformableCloth` entity among the world's
 //! obstacles and the surfaces of the soft bodies near it, its pins following its entity or
 //! riding on a soft body's tets (`DeformableCloth::pin_to_body`,
-//! [`crate::sim::embed::embed_points_at`]). With [`ClothSystem::self_collision`]
+//! [`crate::sim::embed::embed_points_at`]). The bodies feel it one step late: each step
+//! reports the impulses its contacts put on the obstacles
+//! ([`ClothSystem::obstacle_impulses`]) and its pins on their holders
+//! ([`ClothSystem::pin_impulses`] per pin, [`ClothSystem::pins_total_impulse`] all together
+//! by momentum balance, `system/pins.rs`), which the Bevy layer applies to the bodies
+//! ([`crate::sim::SoftWorld::apply_impulses_at`]) before their next step. With [`ClothSystem::self_collision`]
 //! on (off by default), it also keeps off itself: pairs found after the first iteration
 //! (again while the iterates move a vertex more than the thickness, three detections at most)
 //! are projected after every global solve and the obstacles' planes, and the impact zones
 //! undo what would pass through within the step, within 16 rounds, for a cloth that starts it
 //! uncrossed (`tests/sim_cloth_self.rs`). What it is not yet: part of a
-//! [`crate::sim::SoftWorld`] (a cloth is stepped on its own, so a soft body does not feel the
-//! cloth on it or pinned to it). `cargo bench --bench cloth`
+//! [`crate::sim::SoftWorld`] (a cloth is stepped on its own: a soft body feels it a step late,
+//! and a cloth is an obstacle to no other cloth). `cargo bench --bench cloth`
 //! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
 //! 10. The local step runs its triangles in parallel, each triangle's targets formed from the
 //! eigenvectors of `F'F` without the left singular vectors (`system.rs`, `projection_forces`);

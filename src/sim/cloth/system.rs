@@ -34,6 +34,8 @@ use crate::sim::contact::ObstacleCollider;
 use crate::sim::math::Vec3;
 use crate::sim::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
 
+mod pins;
+
 /// How a cloth resists stretching in its plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InPlaneModel {
@@ -442,6 +444,13 @@ pub struct ClothSystem {
     free: Vec<u32>,
     /// `(unknown, pinned vertex, coefficient)`: the matrix terms coupling an unknown to a pin.
     pinned_terms: Vec<(u32, u32, f64)>,
+    /// `(pinned vertex, vertex, coefficient)`: the pinned vertices' rows of the elastic part of
+    /// the matrix (without the mass term), for the pins' reactions (`pins.rs`).
+    pin_rows: Vec<(u32, u32, f64)>,
+    /// Per pinned vertex: the impulse (N s) the cloth put on what holds it over the last step.
+    pin_impulses: Vec<(u32, Vec3)>,
+    /// Their sum from the whole cloth's momentum balance (N s; `pins.rs`).
+    pins_total: Vec3,
     targets: Vec<Vec3>,
     factor: SparseCholesky,
     x: Vec<Vec3>,
@@ -538,6 +547,9 @@ impl ClothSystem {
             unknown_of: assembled.unknown_of,
             free: assembled.free,
             pinned_terms: assembled.pinned_terms,
+            pin_rows: assembled.pin_rows,
+            pin_impulses: Vec::new(),
+            pins_total: Vec3::zeros(),
             targets: vec![Vec3::zeros(); n],
             factor: assembled.factor,
             x: p.to_vec(),
@@ -657,6 +669,7 @@ impl ClothSystem {
         self.unknown_of = assembled.unknown_of;
         self.free = assembled.free;
         self.pinned_terms = assembled.pinned_terms;
+        self.pin_rows = assembled.pin_rows;
         self.factor = assembled.factor;
         self.inverse_mass = self.inverse_masses();
         Ok(())
@@ -757,7 +770,7 @@ impl ClothSystem {
             &mut self.x,
             &self.start,
             obstacles,
-            self.material.friction,
+            (self.material.friction, &self.mass),
             h,
         );
         if self.self_collision {
@@ -783,8 +796,11 @@ impl ClothSystem {
         if !self.x.iter().all(|p| p.iter().all(|c| c.is_finite())) {
             self.x.copy_from_slice(&self.start);
             self.v.iter_mut().for_each(|v| *v = Vec3::zeros());
+            self.pin_impulses.clear();
+            self.pins_total = Vec3::zeros();
             return Err(ClothError::Unstable);
         }
+        self.record_pin_impulses();
         for ((v, x), x0) in self.v.iter_mut().zip(&self.x).zip(&self.start) {
             *v = (x - x0) / h;
         }
@@ -886,33 +902,17 @@ impl ClothSystem {
             .with_min_len(TRIANGLES_PER_TASK)
             .for_each(|(term, row)| *term = row.target(x, rest) * (kb * row.area));
         let h2 = self.h * self.h;
-        let (y, mass, corners, contributions) =
-            (&self.y, &self.mass, &self.corners, &self.contributions);
-        let (edge_corners, spring_terms) = (&self.edge_corners, &self.spring_terms);
-        let (incidence, curvature_terms) = (&self.curvature_incidence, &self.curvature_terms);
-        let triangle_terms = self.triangle_terms;
-        self.rhs
-            .par_iter_mut()
+        // Taken out while the terms borrow the rest (put back below: no allocation).
+        let mut rhs = std::mem::take(&mut self.rhs);
+        let (y, mass, terms) = (&self.y, &self.mass, self.local_terms());
+        rhs.par_iter_mut()
             .zip(self.free.par_iter())
             .with_min_len(TRIANGLES_PER_TASK)
             .for_each(|(r, &v)| {
                 let v = v as usize;
-                let mut sum = y[v] * (mass[v] / h2);
-                if triangle_terms {
-                    for &c in corners.of(v) {
-                        sum += contributions[c as usize / 3][c as usize % 3];
-                    }
-                }
-                // The first end of a spring is pushed by `k p`, the second by `-k p`.
-                for &c in edge_corners.of(v) {
-                    let term = spring_terms[c as usize / 2];
-                    sum += if c % 2 == 0 { term } else { -term };
-                }
-                for &(row, c) in incidence.of(v) {
-                    sum += curvature_terms[row as usize] * c;
-                }
-                *r = sum;
+                *r = terms.added_at(v, y[v] * (mass[v] / h2));
             });
+        self.rhs = rhs;
         for &(u, v, c) in &self.pinned_terms {
             self.rhs[u as usize] -= self.targets[v as usize] * c;
         }
@@ -920,6 +920,17 @@ impl ClothSystem {
         for (r, &v) in self.rhs.iter().zip(&self.free) {
             self.x[v as usize] = *r;
         }
+    }
+
+    /// Per contact with an obstacle in the last step: the obstacle's index in the slice given
+    /// to [`ClothSystem::step_among`], a point of its surface (m), and the impulse (N s) the
+    /// cloth put on it there over the step: the reaction to the contact's push and friction
+    /// (`contact.rs`), each estimated from how far the contact moved the vertex, times
+    /// `m / h`. A cloth resting on an obstacle puts its weight on it (times `h`); a game
+    /// applies these to what the obstacles stand for (a soft body's surface:
+    /// [`crate::sim::SoftWorld::apply_impulses_at`]) for contact both ways, one step late.
+    pub fn obstacle_impulses(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
+        self.contacts.impulses()
     }
 
     /// Positions (m).
@@ -1042,16 +1053,64 @@ impl ClothSystem {
     }
 }
 
+impl ClothSystem {
+    /// The last local step's output, per vertex ([`LocalTerms`]).
+    fn local_terms(&self) -> LocalTerms<'_> {
+        LocalTerms {
+            triangle_terms: self.triangle_terms,
+            corners: &self.corners,
+            contributions: &self.contributions,
+            edge_corners: &self.edge_corners,
+            spring_terms: &self.spring_terms,
+            incidence: &self.curvature_incidence,
+            curvature_terms: &self.curvature_terms,
+        }
+    }
+}
+
+/// The local step's output as each vertex's share of the right-hand side `J p` (N): the
+/// triangles' projection forces, the springs' and the curvature rows'.
+struct LocalTerms<'a> {
+    triangle_terms: bool,
+    corners: &'a Incidence<u32>,
+    contributions: &'a [[Vec3; 3]],
+    edge_corners: &'a Incidence<u32>,
+    spring_terms: &'a [Vec3],
+    incidence: &'a Incidence<(u32, f64)>,
+    curvature_terms: &'a [Vec3],
+}
+
+impl LocalTerms<'_> {
+    /// `sum` plus vertex `v`'s terms, added in a fixed order.
+    fn added_at(&self, v: usize, mut sum: Vec3) -> Vec3 {
+        if self.triangle_terms {
+            for &c in self.corners.of(v) {
+                sum += self.contributions[c as usize / 3][c as usize % 3];
+            }
+        }
+        // The first end of a spring is pushed by `k p`, the second by `-k p`.
+        for &c in self.edge_corners.of(v) {
+            let term = self.spring_terms[c as usize / 2];
+            sum += if c % 2 == 0 { term } else { -term };
+        }
+        for &(row, c) in self.incidence.of(v) {
+            sum += self.curvature_terms[row as usize] * c;
+        }
+        sum
+    }
+}
+
 /// The unknowns and the factored matrix of a cloth with the pins `pinned`.
 struct Assembled {
     unknown_of: Vec<u32>,
     free: Vec<u32>,
     pinned_terms: Vec<(u32, u32, f64)>,
+    pin_rows: Vec<(u32, u32, f64)>,
     factor: SparseCholesky,
 }
 
-/// `M / h^2 + sum_t w_t G_t' G_t + k_b Q` over the free vertices of `pinned`, factored, and the
-/// terms that couple them to the pins.
+/// `M / h^2 + sum_t w_t G_t' G_t + k_b Q` over the free vertices of `pinned`, factored, the
+/// terms that couple them to the pins, and the pinned vertices' rows of the elastic part.
 #[allow(clippy::too_many_arguments)]
 fn assemble(
     mesh: &ClothMesh,
@@ -1101,6 +1160,7 @@ fn assemble(
         });
     let mut matrix = SymmetricMatrix::from_pairs(free.len(), pairs);
     let mut pinned_terms = Vec::new();
+    let mut pin_rows = Vec::new();
     let h2 = h * h;
     for (u, &v) in free.iter().enumerate() {
         let slot = matrix.diag_slot(u);
@@ -1116,7 +1176,7 @@ fn assemble(
                 matrix.values_mut()[slot] += c;
             }
             (true, false) => pinned_terms.push((ua, b, c)),
-            _ => {}
+            (false, _) => pin_rows.push((a, b, c)),
         }
     };
     let arap = match material.in_plane {
@@ -1166,10 +1226,13 @@ fn assemble(
     }
     let mut factor = SparseCholesky::analyse(&matrix)?;
     factor.factorize(&matrix)?;
+    // Each pinned vertex's row together (in the order the terms came within it).
+    pin_rows.sort_by_key(|&(a, _, _)| a);
     Ok(Assembled {
         unknown_of,
         free,
         pinned_terms,
+        pin_rows,
         factor,
     })
 }

@@ -154,7 +154,7 @@ pub struct SoftBody {
     /// Whether the body sleeps: the step skips it until something wakes it
     /// ([`super::sleeping`]).
     pub(crate) asleep: bool,
-    /// How long (s) every vertex has stayed within the sleeping radius of its place in
+    /// How long (s) the vertices have stayed within the sleeping bounds of their places in
     /// [`SoftBody::still_anchor`] ([`super::sleeping`]).
     pub(crate) still_for: f64,
     /// Where the vertices were (m) when the body's present rest window began (empty: none

@@ -37,6 +37,7 @@
 //! | `desc.rs` | [`BodyDesc`] and [`SoftWorld::add_body_from`] |
 //! | `drawn.rs` | [`SoftWorld::set_drawn_surface`]: a body that collides with obstacles by the surface it is drawn with |
 //! | `interact.rs` | picking, grabbing and the debug views of a running world |
+//! | `impulse.rs` | [`SoftWorld::apply_impulse`]: impulses on a body between steps (hits, a cloth's reaction) |
 //! | `surface_obstacle.rs` | a body's surface now as a triangle-mesh obstacle, for cloth stepped after the world |
 //! | `snapshot.rs` | [`WorldSnapshot`]: [`SoftWorld::snapshot`] and [`SoftWorld::restore`], for rollback and replays |
 
@@ -48,6 +49,7 @@ mod desc;
 mod drawn;
 mod error;
 mod handles;
+mod impulse;
 mod interact;
 mod island;
 mod report;

@@ -355,7 +355,8 @@ impl Settling {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sleeping {
     /// Speed (m/s) that sets how far a body's vertices may move and still count as at rest:
-    /// each must stay within `speed * delay` (m) of where it was when the rest began (a body
+    /// their root mean square distance from where they were when the rest began within
+    /// `speed * delay` (m), none of them more than twice that (a body
     /// moving steadily rests below `speed`, one accelerating from rest below
     /// `2 * speed / delay`); 0 turns sleeping off. Default: 0.03 (Jolt's default).
     pub speed: f64,

@@ -5,9 +5,11 @@
 //! The obstacle is a triangle mesh of the surface the body is drawn with at its present
 //! positions (its drawn mesh where it has a closed one, else its tet mesh's boundary), moving
 //! with the body's mean velocity, so a cloth's speculative contacts see the body where its
-//! step ended. One way: the body does not feel what touches it (its step is over), so a cloth
-//! lies on a soft body as on a rigid shape of its current form; a heavy cloth does not dent
-//! it. Coupling both ways needs the cloth's vertices in the soft bodies' contact QP.
+//! step ended. Within the cloth's step the body is a rigid shape of its current form (its own
+//! step is over); what the cloth's contacts put on it
+//! ([`crate::sim::cloth::ClothSystem::obstacle_impulses`]) reaches it as impulses
+//! ([`SoftWorld::apply_impulses_at`]) for its next step: contact both ways, one step late. The
+//! cloth's vertices in the soft bodies' contact QP would make it both ways within a step.
 
 use super::{BodyHandle, SoftWorld, WorldError};
 use crate::sim::contact::ObstacleCollider;

@@ -159,7 +159,7 @@ fn setup(
     ));
 
     // A jelly cube on the floor and a leather mat dropped over it: the cloth lies on the soft
-    // body's surface (one way: the jelly holds it up but does not feel its weight). The mat
+    // body's surface, and the jelly feels its weight (one step late). The mat
     // does not reach the floor: caught between the floor and the cube's bottom edge, a cloth's
     // edge can be pushed into the cube.
     let jelly = Vec3::new(-1.0, 0.12, 0.9);
@@ -179,18 +179,24 @@ fn setup(
             .with_rotation(Quat::from_rotation_y(0.4)),
     ));
 
-    // A jelly pillar set down 6 cm above the floor with an apron pinned along the top of one
-    // face: the pins are embedded in the pillar's tets where the cloth is built and ride on it
-    // as it lands and wobbles, while the rest hangs down the face and lifts in the wind.
-    // (Dropped from half a metre instead, the jelly's rebound flipped the apron up over its
-    // top.)
+    // A firm jelly pillar set down 6 cm above the floor with an apron pinned along the top of
+    // one face: the pins are embedded in the pillar's tets where the cloth is built and ride on
+    // it as it lands and wobbles, while the rest hangs down the face and lifts in the wind; the
+    // pillar feels the apron's pull. (Dropped from half a metre instead, the jelly's rebound
+    // flipped the apron up over its top.) Firm: of plain jelly (20 kPa) a 0.24 m square column
+    // buckles under its own weight above about 0.43 m (Greenhill's height, 1.99 (E I / (rho g
+    // A))^(1/3)), and this 0.6 m one, upright only while nothing pulled it sideways, toppled
+    // under the apron's 0.6 N; at 100 kPa that height is 0.73 m.
     let pillar = Vec3::new(0.1, 0.36, 1.4);
     let half = Vec3::new(0.12, 0.3, 0.12);
     let body = commands
         .spawn((
             Name::new("jelly pillar"),
             DeformableBody::cuboid(half, 4).expect("valid size"),
-            SoftMaterial::JELLY,
+            SoftMaterial {
+                youngs_modulus: 1.0e5,
+                ..SoftMaterial::JELLY
+            },
             MeshMaterial3d(materials.add(common::jelly_look(Color::srgb(0.85, 0.45, 0.2)))),
             Transform::from_translation(pillar),
         ))

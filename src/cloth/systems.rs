@@ -35,9 +35,9 @@ use crate::skin::SkinFlesh;
 /// its component is new or edited (see [`DeformableCloth`]; a cloth whose pins ride on a
 /// body not yet in the world waits for it); a [`ResetScene`] starts every cloth over at its
 /// entity's pose. What the cloths' contacts put on the soft bodies' surfaces (their weight,
-/// their impacts, friction) is applied to the bodies as impulses
-/// ([`crate::sim::SoftWorld::apply_impulses_at`]), which their next step takes: contact both
-/// ways, one step late.
+/// their impacts, friction) and what their pins riding on soft bodies pull is applied to the
+/// bodies as impulses ([`crate::sim::SoftWorld::apply_impulses_at`]), which their next step
+/// takes: both ways, one step late (not to skinned flesh; nor to rigid obstacles).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step_cloths(
     config: Res<DeformableConfig>,
@@ -135,15 +135,30 @@ pub(crate) fn step_cloths(
             );
         match system.step_among(gravity, wind, &touched) {
             Ok(()) => {
-                reactions.extend(system.obstacle_impulses().filter_map(|(o, at, impulse)| {
-                    let body = touched_bodies.get(o.checked_sub(obstacles.len())?)?;
-                    Some((*body, at, impulse))
-                }));
-                // The pins' pull shared equally (the cloth's momentum balance: its weight,
-                // drag and inertia, without the pinned rows' stiffness, which a light body
-                // given it one step late cannot hold: `ClothSystem::pins_total_impulse`).
+                // The body the pins ride on takes the whole cloth's momentum balance through
+                // its pins (its weight, drag and inertia, less what other things carried),
+                // shared equally among them, and nothing through its surface: the cloth
+                // resting against its holder pushes and pulls it by equal amounts, and the
+                // push estimates handed back would only add a couple to the pull, both one step
+                // late. The pinned rows' own stiffness is left out:
+                // `ClothSystem::pins_total_impulse`.
+                let holder = state.pins_body.as_ref().map(|(h, _)| *h);
+                let mut on_holder = SimVec3::zeros();
+                for (o, at, impulse) in system.obstacle_impulses() {
+                    let Some(&body) = o
+                        .checked_sub(obstacles.len())
+                        .and_then(|k| touched_bodies.get(k))
+                    else {
+                        continue;
+                    };
+                    if Some(body) == holder {
+                        on_holder += impulse;
+                    } else {
+                        reactions.push((body, at, impulse));
+                    }
+                }
                 if let Some((h, pins)) = state.pins_body.as_ref().filter(|(_, p)| !p.is_empty()) {
-                    let share = system.pins_total_impulse() / pins.len() as f64;
+                    let share = (system.pins_total_impulse() + on_holder) / pins.len() as f64;
                     pulls.extend(pins.iter().map(|(_, point)| (*h, *point, share)));
                 }
             }
@@ -176,7 +191,6 @@ fn apply_reactions(
     // The points and impulses are finite (the cloths' steps succeeded) and the bodies were in
     // the world this step; a pin's point was embedded in its body's mesh: nothing to refuse.
     reactions.sort_by_key(|&(body, _, _)| body);
-
     let mut at = Vec::new();
     for group in reactions.chunk_by(|a, b| a.0 == b.0) {
         at.clear();

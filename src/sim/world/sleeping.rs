@@ -13,8 +13,8 @@
 //! bodies also ask every vertex to stay under the speed at every step); Box2D and PhysX put
 //! rigid bodies to sleep by speed.
 //!
-//! Deviation from a speed test (every vertex under `speed` at every step, the rule until two
-//! changes ago): the vertices of a crowded pile jitter in place, 1-2 mm a step at 64 Hz, while
+//! Deviation from a speed test (every vertex under `speed` at every step, the first rule
+//! here): the vertices of a crowded pile jitter in place, 1-2 mm a step at 64 Hz, while
 //! their bodies stay where they are, and the pile of `cargo bench --bench pile` never fell
 //! asleep within 15 s (19 of 20 bodies awake, fastest vertex 0.14 m/s, centres drifting 0.5-1
 //! cm a second). With every vertex within the radius the whole pile slept 5.1 s after its last

@@ -21,9 +21,10 @@
 //! cloth's weight, drag and inertia, shared among the pins), are impulses their next step
 //! takes (except skinned flesh, driven to its bones: a cape's few grams on it were measured
 //! at 1e-5 to 5e-4 N s a step, and passing them on set off the `skin` test's latent wedge of a
-//! cape vertex between the flesh and the shoulders' collider, 9-20 mm deep in three of five
-//! runs with the impulses scaled by 1e-3 to 2). A cloth collides with itself where its component asks
-//! (`DeformableCloth::self_collision`, off by default). Not yet: cloths touching each other.
+//! cape vertex between the flesh and the shoulders' collider, 13-15 mm deep in two of five
+//! runs with the impulses scaled by 1e-3 to 2). A cloth collides with itself where its
+//! component asks (`DeformableCloth::self_collision`, off by default). Not yet: cloths
+//! touching each other.
 
 mod components;
 mod systems;

@@ -190,23 +190,30 @@ fn apply_reactions(
 ) {
     // The points and impulses are finite (the cloths' steps succeeded) and the bodies were in
     // the world this step; a pin's point was embedded in its body's mesh: nothing to refuse.
-    reactions.sort_by_key(|&(body, _, _)| body);
-    let mut at = Vec::new();
-    for group in reactions.chunk_by(|a, b| a.0 == b.0) {
-        at.clear();
-        at.extend(group.iter().map(|&(_, p, impulse)| (p, impulse)));
-        if let Err(e) = world.apply_impulses_at(group[0].0, &at) {
-            warn!("cloth contact on body {:?}: {e}", group[0].0);
+    per_body(reactions, |body, at| {
+        if let Err(e) = world.apply_impulses_at(body, at) {
+            warn!("cloth contact on body {body:?}: {e}");
         }
-    }
-    pulls.sort_by_key(|&(body, _, _)| body);
-    let mut embedded = Vec::new();
-    for group in pulls.chunk_by(|a, b| a.0 == b.0) {
-        embedded.clear();
-        embedded.extend(group.iter().map(|&(_, p, impulse)| (p, impulse)));
-        if let Err(e) = world.apply_impulses(group[0].0, &embedded) {
-            warn!("cloth pins on body {:?}: {e}", group[0].0);
+    });
+    per_body(pulls, |body, at| {
+        if let Err(e) = world.apply_impulses(body, at) {
+            warn!("cloth pins on body {body:?}: {e}");
         }
+    });
+}
+
+/// Calls `apply` once per body of `items` with that body's `(point, impulse)` pairs, in body
+/// order (each body's in the order they came).
+fn per_body<P: Copy>(
+    items: &mut [(BodyHandle, P, SimVec3)],
+    mut apply: impl FnMut(BodyHandle, &[(P, SimVec3)]),
+) {
+    items.sort_by_key(|&(body, _, _)| body);
+    let mut group = Vec::new();
+    for run in items.chunk_by(|a, b| a.0 == b.0) {
+        group.clear();
+        group.extend(run.iter().map(|&(_, p, impulse)| (p, impulse)));
+        apply(run[0].0, &group);
     }
 }
 

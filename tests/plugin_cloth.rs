@@ -4,7 +4,8 @@
 //! or blended with the one before; a pin out of range is a typed error; an edit of the preset
 //! keeps the cloth where it is, and a scene reset starts it over; a cloth pinned to a soft cube
 //! rides on it as it falls and lands; the floor under a soft cube carries the weight of a cloth
-//! lying on it or hanging from it (contact and pins both ways, one step late).
+//! lying on it or hanging from it (contact and pins both ways, one step late); a cloth dropped
+//! onto a hammock of cloth lies on it.
 
 mod common;
 
@@ -138,6 +139,62 @@ fn a_tablecloth_drops_onto_a_table_and_stays_above_it() {
         .map(|p| p.y)
         .fold(f64::INFINITY, f64::min);
     assert!(lowest < 0.76, "{lowest}");
+}
+
+#[test]
+fn a_cloth_dropped_onto_a_hammock_of_cloth_lies_on_it() {
+    let mut app = app();
+    let hammock = app
+        .world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::splat(0.8), UVec2::splat(12))
+                .pin_edge(ClothEdge::MinX)
+                .pin_edge(ClothEdge::MaxX),
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    let sheet = app
+        .world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::splat(0.4), UVec2::splat(6))
+                .with_preset(ClothPreset::Denim),
+            Transform::from_xyz(0.013, 1.06, 0.017),
+        ))
+        .id();
+    for _ in 0..150 {
+        app.update();
+    }
+    let (lower, upper) = (cloth_positions(&app, hammock), cloth_positions(&app, sheet));
+    let triangles = app
+        .world()
+        .get::<ClothState>(hammock)
+        .and_then(ClothState::system)
+        .expect("a hammock")
+        .mesh()
+        .triangles()
+        .to_vec();
+    // Every vertex of the sheet above the hammock's surface, by about the mean thickness.
+    let gap = 0.5
+        * (sim::cloth::ClothMaterial::COTTON.thickness
+            + sim::cloth::ClothMaterial::DENIM.thickness);
+    for p in &upper {
+        let (distance, above) = triangles
+            .iter()
+            .map(|t| {
+                let [a, b, c] = t.map(|v| lower[v as usize]);
+                let q = sim::contact::closest_point_on_triangle(p, &a, &b, &c).1;
+                ((p - q).norm(), p.y >= q.y)
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .unwrap();
+        assert!(
+            above && distance > 0.9 * gap,
+            "a vertex at {p:?}, {distance} m from the hammock"
+        );
+    }
+    // The hammock sags under its own weight only; the sheet rests in it, below its pins.
+    let lowest = upper.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+    assert!(lowest < 0.98, "the sheet rests at {lowest} m");
 }
 
 /// A 0.4 m rubber cube (4 cells) centred `height` (m) above the origin.

@@ -82,7 +82,7 @@ pub struct DeformableCloth {
     /// tablecloth heaped on the floor): its vertices and edges kept its thickness apart, and
     /// impact zones as the fail-safe against passing through itself within a step
     /// ([`ClothSystem::self_collision`](crate::sim::cloth::ClothSystem::self_collision)).
-    /// Default: `false` (it costs 5-70 times the rest of the cloth's step,
+    /// Default: `false` (it costs 3-60 times the rest of the cloth's step,
     /// `docs/PERFORMANCE.md`).
     pub self_collision: bool,
 }
@@ -300,6 +300,11 @@ impl ClothState {
         if self.previous.len() != n || !stepped {
             self.previous.clone_from(&self.current);
         }
+    }
+
+    /// The simulated cloth (its mesh, velocities, contact counts), once built.
+    pub fn system(&self) -> Option<&ClothSystem> {
+        self.system.as_ref()
     }
 
     /// The simulated positions (m, world), once the cloth is built.

@@ -23,8 +23,10 @@
 //! at 1e-5 to 5e-4 N s a step, and passing them on set off the `skin` test's latent wedge of a
 //! cape vertex between the flesh and the shoulders' collider, 13-15 mm deep in two of five
 //! runs with the impulses scaled by 1e-3 to 2). A cloth collides with itself where its
-//! component asks (`DeformableCloth::self_collision`, off by default). Not yet: cloths
-//! touching each other.
+//! component asks (`DeformableCloth::self_collision`, off by default). Cloths keep apart: each
+//! steps among the others near it, those that stepped before it along their paths over their
+//! step and the rest where they stand (`sim::cloth::ClothSystem::step_among_cloths`), so that
+//! neither passes through the other; neither feels the other's weight.
 
 mod components;
 mod systems;

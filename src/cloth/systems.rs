@@ -1,9 +1,9 @@
 //! The cloth's systems: [`step_cloths`] after the soft bodies' step (each cloth built or
 //! rebuilt from its component, its pins moved with its entity, stepped among the world's
-//! obstacles and the surfaces of the soft bodies near it, in the wind, and its contacts'
-//! impulses on those surfaces given to the bodies for their next step), and [`draw_cloths`]
-//! before the frame is drawn (the positions into the entity's mesh, in its frame, with
-//! normals).
+//! obstacles, the surfaces of the soft bodies and the other cloths near it, in the wind, and
+//! its contacts' impulses on those surfaces given to the bodies for their next step), and
+//! [`draw_cloths`] before the frame is drawn (the positions into the entity's mesh, in its
+//! frame, with normals).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,7 +26,7 @@ use crate::messages::ResetScene;
 use crate::plugin::{DeformableConfig, DeformableWorld, StepSchedule};
 use crate::render;
 use crate::selection::resolve_vertices_in;
-use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem};
+use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem, NeighbourCloth};
 use crate::sim::embed::{EmbeddedPoint, embed_points_at};
 use crate::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3 as SimVec3};
 use crate::skin::SkinFlesh;
@@ -37,7 +37,9 @@ use crate::skin::SkinFlesh;
 /// entity's pose. What the cloths' contacts put on the soft bodies' surfaces (their weight,
 /// their impacts, friction) and what their pins riding on soft bodies pull is applied to the
 /// bodies as impulses ([`crate::sim::SoftWorld::apply_impulses_at`]), which their next step
-/// takes: both ways, one step late (not to skinned flesh; nor to rigid obstacles).
+/// takes: both ways, one step late (not to skinned flesh; nor to rigid obstacles). Each cloth
+/// steps among the other cloths near it, those stepped before it along their paths over their
+/// step and the rest where they stand: two cloths do not pass through each other.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step_cloths(
     config: Res<DeformableConfig>,
@@ -76,6 +78,12 @@ pub(crate) fn step_cloths(
     // what their pins riding on bodies pull.
     let mut reactions: Vec<(BodyHandle, SimVec3, SimVec3)> = Vec::new();
     let mut pulls: Vec<(BodyHandle, EmbeddedPoint, SimVec3)> = Vec::new();
+    // Every cloth as the others see it: where it stands, then its path over its step.
+    let mut layers: Vec<ClothLayer> = cloths
+        .iter()
+        .filter_map(|(entity, _, state)| ClothLayer::of(entity, state.system.as_ref()?))
+        .collect();
+    let mut before: Vec<SimVec3> = Vec::new();
     for (entity, cloth, mut state) in &mut cloths {
         let state = &mut *state;
         // Where the entity is now (its `GlobalTransform` is last frame's until propagation).
@@ -133,7 +141,17 @@ pub(crate) fn step_cloths(
                 BODY_REACH,
                 (&mut touched, &mut touched_bodies),
             );
-        match system.step_among(gravity, wind, &touched) {
+        let neighbours = ClothLayer::near(&layers, entity, system.positions(), CLOTH_REACH);
+        before.clear();
+        before.extend_from_slice(system.positions());
+        let stepped = system.step_among_cloths(gravity, wind, &touched, &neighbours);
+        drop(neighbours);
+        if stepped.is_ok()
+            && let Some(layer) = layers.iter_mut().find(|l| l.entity == entity)
+        {
+            layer.moved(&before, system.positions());
+        }
+        match stepped {
             Ok(()) => {
                 // The body the pins ride on takes the whole cloth's momentum balance through
                 // its pins (its weight, drag and inertia, less what other things carried),
@@ -214,6 +232,76 @@ fn per_body<P: Copy>(
         group.clear();
         group.extend(run.iter().map(|&(_, p, impulse)| (p, impulse)));
         apply(run[0].0, &group);
+    }
+}
+
+/// How far (m) around a cloth's vertices another cloth's bounds must come for the two to be
+/// tested against each other in a step (more than two cloths close in a step in a game).
+const CLOTH_REACH: f64 = 0.25;
+
+/// A cloth as the other cloths' steps see it: its triangles, where it stood when this step of
+/// the cloths began and where it stands now (the same until it steps), and its bounds over
+/// both (m, world).
+struct ClothLayer {
+    entity: Entity,
+    mesh: Arc<ClothMesh>,
+    start: Vec<SimVec3>,
+    end: Vec<SimVec3>,
+    thickness: f64,
+    bounds: (SimVec3, SimVec3),
+}
+
+impl ClothLayer {
+    fn of(entity: Entity, system: &ClothSystem) -> Option<Self> {
+        let x = system.positions();
+        Some(Self {
+            entity,
+            mesh: system.shared_mesh().clone(),
+            start: x.to_vec(),
+            end: x.to_vec(),
+            thickness: system.material().thickness,
+            bounds: crate::sim::mesh::bounds(x),
+        })
+    }
+
+    /// Its step went from `start` to `end`.
+    fn moved(&mut self, start: &[SimVec3], end: &[SimVec3]) {
+        if start.len() != self.start.len() || end.len() != self.end.len() {
+            return;
+        }
+        self.start.copy_from_slice(start);
+        self.end.copy_from_slice(end);
+        let ((a, b), (c, d)) = (
+            crate::sim::mesh::bounds(start),
+            crate::sim::mesh::bounds(end),
+        );
+        self.bounds = (a.inf(&c), b.sup(&d));
+    }
+
+    /// The cloths of `layers` other than `entity`'s whose bounds come within `reach` (m) of
+    /// `points`' bounds.
+    fn near<'a>(
+        layers: &'a [ClothLayer],
+        entity: Entity,
+        points: &[SimVec3],
+        reach: f64,
+    ) -> Vec<NeighbourCloth<'a>> {
+        let (lo, hi) = crate::sim::mesh::bounds(points);
+        let (lo, hi) = (lo.add_scalar(-reach), hi.add_scalar(reach));
+        layers
+            .iter()
+            .filter(|l| {
+                let (blo, bhi) = l.bounds;
+                l.entity != entity && (0..3).all(|d| bhi[d] >= lo[d] && blo[d] <= hi[d])
+            })
+            .map(|l| NeighbourCloth {
+                id: l.entity.to_bits(),
+                triangles: l.mesh.triangles(),
+                start: &l.start,
+                end: &l.end,
+                thickness: l.thickness,
+            })
+            .collect()
     }
 }
 

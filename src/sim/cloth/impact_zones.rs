@@ -4,16 +4,17 @@
 //! cloth animation", section 7.4).
 //!
 //! After the iterations, every vertex-triangle and edge-edge pair of the cloth whose swept
-//! boxes overlap is tested for an impact along its straight path from the step's start to its
-//! end ([`crate::sim::contact::ccd`]). The vertices of each pair that hits are merged into a
-//! zone (union-find), and each zone moves as one: every member ends the step at its start
-//! plus the zone's mass-weighted mean displacement (its pinned members' mean where it has
-//! any; no displacement where a member rests on an obstacle or the move would take a member
-//! into one, since where the zone started is clear of the obstacles). A zone keeps the shape
-//! it had at the step's start, where nothing crossed, so its own pairs cannot hit; its moves
-//! may make new hits with the cloth around it, so the pairs with a zone member are tested
-//! again on the new ends until none hits. After [`MAX_ROUNDS`] rounds the step may end
-//! crossed.
+//! boxes overlap, outside the patches flat over the step (`patches.rs`: a height field cannot
+//! pass through itself), is tested for an impact along its straight path from the step's
+//! start to its end ([`crate::sim::contact::ccd`]). The vertices of each pair that hits are
+//! merged into a zone (union-find), and each zone moves as one: every member ends the step at
+//! its start plus the zone's mass-weighted mean displacement (its pinned members' mean where
+//! it has any; no displacement where a member rests on an obstacle or the move would take a
+//! member into one, since where the zone started is clear of the obstacles). A zone keeps the
+//! shape it had at the step's start, where nothing crossed, so its own pairs cannot hit; its
+//! moves may make new hits with the cloth around it, so the pairs with a zone member (only
+//! those: the tree's traversal skips the patches without one) are tested again on the new ends
+//! until none hits. After [`MAX_ROUNDS`] rounds the step may end crossed.
 //!
 //! Deviation: the papers' zones move rigidly with the zone's linear and angular momentum; a
 //! zone here only translates (it loses the spin of its members in that step), and a zone with
@@ -24,8 +25,8 @@
 //! its deformation for that step. A cloth that starts a step crossed has pairs that hit at
 //! every step; their zones freeze that part of the cloth until they part (no untangling).
 
+use super::patches::PatchTree;
 use crate::sim::contact::ccd::{edge_edge_impact, point_triangle_impact};
-use crate::sim::contact::{BodyBvh, candidate_edge_pairs, candidate_pairs};
 use crate::sim::math::Vec3;
 
 /// Rounds of detection and zone moves at most per step.
@@ -47,8 +48,9 @@ struct ZoneSum {
 /// The impact zones of one cloth, and the buffers they reuse.
 #[derive(Debug, Default)]
 pub(super) struct ImpactZones {
-    bvh: BodyBvh,
+    patches: PatchTree,
     candidates: Vec<(u32, u32)>,
+    edge_candidates: Vec<(u32, u32)>,
     /// Union-find over the vertices: each vertex's parent.
     parent: Vec<u32>,
     /// Per vertex: whether it is in a zone this step.
@@ -60,6 +62,28 @@ pub(super) struct ImpactZones {
 }
 
 impl ImpactZones {
+    /// The zones of a cloth of `triangles` at `rest` (m) with `edges` (each once).
+    pub fn new(rest: &[Vec3], triangles: &[[u32; 3]], edges: &[[u32; 2]]) -> Self {
+        Self {
+            patches: PatchTree::new(rest, triangles, edges),
+            ..Self::default()
+        }
+    }
+
+    /// The zones between two cloths side by side, `triangles[..split]` and
+    /// `triangles[split..]` (no vertex shared): only their pairs with each other are tested.
+    pub fn between_sides(
+        rest: &[Vec3],
+        triangles: &[[u32; 3]],
+        edges: &[[u32; 2]],
+        split: usize,
+    ) -> Self {
+        Self {
+            patches: PatchTree::between_sides(rest, triangles, edges, split),
+            ..Self::default()
+        }
+    }
+
     fn root(&mut self, mut v: u32) -> u32 {
         while self.parent[v as usize] != v {
             let up = self.parent[self.parent[v as usize] as usize];
@@ -130,28 +154,31 @@ impl ImpactZones {
         self.zoned.clear();
         self.zoned.resize(n, false);
         for round in 0..MAX_ROUNDS {
-            self.bvh.update_swept(start, x, start, x, triangles, 0.0);
-            self.bvh.update_edges(start, x, edges, 0.0);
+            self.patches.refit(start, x, 0.0);
+            // After the first round only pairs with a zone member have new paths.
+            self.patches
+                .limit_to((round > 0).then_some(self.zoned.as_slice()));
             let mut hits = 0;
-            candidate_pairs(&self.bvh, &self.bvh, &mut self.candidates);
-            let candidates = std::mem::take(&mut self.candidates);
+            let (mut candidates, mut edge_candidates) = (
+                std::mem::take(&mut self.candidates),
+                std::mem::take(&mut self.edge_candidates),
+            );
+            self.patches
+                .candidates(&mut candidates, &mut edge_candidates);
+            candidates.sort_unstable();
+            edge_candidates.sort_unstable();
             for &(v, t) in &candidates {
                 let [a, b, c] = triangles[t as usize];
-                if ![a, b, c].contains(&v) {
-                    let pair = [v, a, b, c];
-                    hits += usize::from(self.hits(pair, round, (start, x), point_triangle_impact));
-                }
+                let pair = [v, a, b, c];
+                hits += usize::from(self.hits(pair, round, (start, x), point_triangle_impact));
             }
-            candidate_edge_pairs(&self.bvh, &self.bvh, &mut self.candidates);
-            let edge_candidates = std::mem::replace(&mut self.candidates, candidates);
             for &(i, j) in &edge_candidates {
                 let (e, f) = (edges[i as usize], edges[j as usize]);
-                if !e.iter().any(|v| f.contains(v)) {
-                    let pair = [e[0], e[1], f[0], f[1]];
-                    hits += usize::from(self.hits(pair, round, (start, x), edge_edge_impact));
-                }
+                let pair = [e[0], e[1], f[0], f[1]];
+                hits += usize::from(self.hits(pair, round, (start, x), edge_edge_impact));
             }
-            self.candidates = edge_candidates;
+            self.candidates = candidates;
+            self.edge_candidates = edge_candidates;
             if hits == 0 {
                 break;
             }
@@ -220,6 +247,11 @@ impl ImpactZones {
         }
     }
 
+    /// Vertices among the first `n` put in zones in the last step.
+    pub fn zoned_among(&self, n: usize) -> usize {
+        self.zoned.iter().take(n).filter(|&&z| z).count()
+    }
+
     /// Vertices put in zones in the last step.
     pub fn zoned(&self) -> usize {
         self.last_zoned
@@ -273,7 +305,7 @@ mod tests {
         assert!(any_impact(&start, &x, &triangles, &edges));
         let inverse_mass = vec![1.0; 6];
         let supports = vec![Vec3::zeros(); 6];
-        let mut zones = ImpactZones::default();
+        let mut zones = ImpactZones::new(&start, &triangles, &edges);
         let zoned = zones.resolve(
             &start,
             &mut x,
@@ -299,7 +331,7 @@ mod tests {
         x[..3].iter_mut().for_each(|p| p.x += 0.01);
         let inverse_mass = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
         let none = vec![Vec3::zeros(); 6];
-        let mut zones = ImpactZones::default();
+        let mut zones = ImpactZones::new(&start, &triangles, &edges);
         zones.resolve(
             &start,
             &mut x,

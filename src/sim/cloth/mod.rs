@@ -11,6 +11,8 @@
 //! | `curvature.rs` | bending that keeps a curved rest shape: each interior vertex's mean curvature vector held at its rest length |
 //! | `contact.rs` | the cloth against obstacles: speculative contact planes projected after every global solve, Coulomb friction |
 //! | `self_contact.rs` | the cloth against itself: vertex-triangle and edge-edge pairs kept a thickness apart on the side each was first seen on, projected after every global solve, Coulomb friction |
+//! | `patches.rs` | the self-collision broadphase: a tree of connected surface patches with boxes and normal cones over the step, flat patches not tested against themselves |
+//! | `other_cloths.rs` | the cloth against other cloths: their vertices and triangles in its self-contact pairs and impact zones, standing still in its step |
 //! | `impact_zones.rs` | the fail-safe: continuous collision detection over the step, and the vertices of pairs that would pass through each other moved as one |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
 //! | `system/pins.rs` | the pins' reactions: per pin from its elastic row, all together from the cloth's momentum balance |
@@ -30,9 +32,11 @@
 //! (again while the iterates move a vertex more than the thickness, three detections at most)
 //! are projected after every global solve and the obstacles' planes, and the impact zones
 //! undo what would pass through within the step, within 16 rounds, for a cloth that starts it
-//! uncrossed (`tests/sim_cloth_self.rs`). What it is not yet: part of a
-//! [`crate::sim::SoftWorld`] (a cloth is stepped on its own: a soft body feels it a step late,
-//! and a cloth is an obstacle to no other cloth). `cargo bench --bench cloth`
+//! uncrossed (`tests/sim_cloth_self.rs`). Other cloths are two-sided moving obstacles to it
+//! ([`ClothSystem::step_among_cloths`], `other_cloths.rs`): their vertices join these pairs
+//! and zones as vertices that do not move in its step (`tests/sim_cloth_pair.rs`). What it is
+//! not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own: a soft body
+//! feels it a step late, and another cloth not at all). `cargo bench --bench cloth`
 //! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
 //! 10. The local step runs its triangles in parallel, each triangle's targets formed from the
 //! eigenvectors of `F'F` without the left singular vectors (`system.rs`, `projection_forces`);
@@ -66,6 +70,8 @@ mod curvature;
 mod impact_zones;
 mod membrane;
 mod mesh;
+mod other_cloths;
+mod patches;
 mod self_contact;
 mod springs;
 mod system;
@@ -74,5 +80,6 @@ pub use bending::{bending_energy, hinge_weights};
 pub use curvature::{CurvatureRow, curvature_energy, curvature_rows};
 pub use membrane::{RestTriangle, area_limited, compose, svd32};
 pub use mesh::{ClothMesh, ClothMeshError, Hinge};
+pub use other_cloths::NeighbourCloth;
 pub use springs::{RestEdge, rest_edges, spring_energy, spring_target};
 pub use system::{BendingModel, ClothError, ClothMaterial, ClothSystem, InPlaneModel};

@@ -1,16 +1,19 @@
 //! A cloth against itself: vertex-triangle and edge-edge pairs kept a thickness apart on their
 //! side, projected after every global solve, with Coulomb friction.
 //!
-//! **Detection, after the first iteration.** The cloth's vertices, triangles and edges go into
-//! the broadphase trees of the solids ([`BodyBvh`]), each box spanning the element at the
-//! step's start and at the first iterate, a vertex's grown by the thickness. Every
-//! overlapping pair that shares no vertex is kept when its elements, at the step's start, are
-//! within twice the thickness plus how far they move relative to each other on the way (the
-//! distance between a point and a triangle, or two segments, changes by at most the largest
-//! relative motion of their corners): the seed notes' proximity test. Pairs that pass beside
-//! each other (the vertex outside the triangle, the closest points outside an edge, by more
-//! than [`BESIDE`] at both ends of the motion) or stay on one side further than twice the
-//! thickness at both ends are dropped; one that turns over in between is left to the zones.
+//! **Detection, after the first iteration.** The candidates come from the cloth's tree of
+//! surface patches (`patches.rs`): every vertex-triangle and edge-edge pair sharing no vertex
+//! whose boxes, spanning the elements at the step's start and at the first iterate and grown
+//! by the thickness, overlap, except within a connected patch whose normals stay within 60
+//! degrees of one direction over that motion (a height field: it cannot touch itself). They
+//! are filtered in parallel, in a fixed order. A candidate is kept when its elements, at the
+//! step's start, are within twice the thickness plus how far they move relative to each other
+//! on the way (the distance between a point and a triangle, or two segments, changes by at
+//! most the largest relative motion of their corners): the seed notes' proximity test. Pairs
+//! that pass beside each other (the vertex outside the triangle, the closest points outside an
+//! edge, by more than [`BESIDE`] at both ends of the motion) or stay on one side further than
+//! twice the thickness at both ends are dropped; one that turns over in between is left to the
+//! zones.
 //! The first iterate, not the inertial prediction, is the motion: a flag at rest that the
 //! wind and its own elasticity fling moves far more in a step than its velocity says.
 //! Detection runs again from a later iterate that has moved a vertex more than the thickness
@@ -54,9 +57,10 @@
 
 use crate::sim::contact::ccd::{edge_edge_impact, plane_barycentric, point_triangle_impact};
 use crate::sim::contact::edge_edge::line_closest_parameters;
-use crate::sim::contact::{
-    BodyBvh, candidate_edge_pairs, candidate_pairs, closest_point_on_triangle,
-};
+use rayon::prelude::*;
+
+use super::patches::PatchTree;
+use crate::sim::contact::closest_point_on_triangle;
 use crate::sim::math::Vec3;
 
 /// A signed distance (m) at or under this leaves a pair's side undecided.
@@ -181,13 +185,32 @@ fn relative_motion(of: usize, others: &[u32], start: &[Vec3], end: &[Vec3]) -> f
         .fold(0.0, f64::max)
 }
 
+/// Candidates per detection from which their filter runs in parallel (below, waking the
+/// thread pool costs more than it saves).
+const PARALLEL_FROM: usize = 2048;
+
+/// `out` (cleared first) gets what `keep` makes of each of `items`, in their order.
+fn filtered<T: Sync, U: Send>(
+    items: &[T],
+    out: &mut Vec<U>,
+    keep: impl Fn(&T) -> Option<U> + Sync + Send,
+) {
+    out.clear();
+    if items.len() < PARALLEL_FROM {
+        out.extend(items.iter().filter_map(keep));
+    } else {
+        out.par_extend(items.par_iter().filter_map(keep));
+    }
+}
+
 /// A cloth's contacts with itself in one step, and the buffers they reuse.
 #[derive(Debug, Default)]
 pub(super) struct ClothSelfContacts {
     /// The mesh's edges, each once, the smaller vertex first.
     edges: Vec<[u32; 2]>,
-    bvh: BodyBvh,
+    patches: PatchTree,
     candidates: Vec<(u32, u32)>,
+    edge_candidates: Vec<(u32, u32)>,
     points: Vec<PointFace>,
     crossings: Vec<EdgePair>,
     /// The positions the pairs were detected for (m).
@@ -195,9 +218,25 @@ pub(super) struct ClothSelfContacts {
 }
 
 impl ClothSelfContacts {
-    /// Contacts of a cloth whose mesh has `edges`.
-    pub fn new(edges: Vec<[u32; 2]>) -> Self {
+    /// Contacts of a cloth of `triangles` at `rest` (m) with `edges` (each once).
+    pub fn new(rest: &[Vec3], triangles: &[[u32; 3]], edges: Vec<[u32; 2]>) -> Self {
         Self {
+            patches: PatchTree::new(rest, triangles, &edges),
+            edges,
+            ..Self::default()
+        }
+    }
+
+    /// Contacts between two cloths side by side, `triangles[..split]` and
+    /// `triangles[split..]` (no vertex shared): only their pairs with each other.
+    pub fn between_sides(
+        rest: &[Vec3],
+        triangles: &[[u32; 3]],
+        edges: Vec<[u32; 2]>,
+        split: usize,
+    ) -> Self {
+        Self {
+            patches: PatchTree::between_sides(rest, triangles, &edges, split),
             edges,
             ..Self::default()
         }
@@ -218,21 +257,23 @@ impl ClothSelfContacts {
         self.crossings.clear();
         self.detected_for.clear();
         self.detected_for.extend_from_slice(y);
-        self.bvh
-            .update_swept(start, y, start, y, triangles, thickness);
-        self.bvh.update_edges(start, y, &self.edges, thickness);
-        candidate_pairs(&self.bvh, &self.bvh, &mut self.candidates);
+        self.patches.refit(start, y, thickness);
+        self.patches
+            .candidates(&mut self.candidates, &mut self.edge_candidates);
+        self.candidates.sort_unstable();
+        self.edge_candidates.sort_unstable();
         let still = |vertices: &[u32]| vertices.iter().all(|&v| inverse_mass[v as usize] == 0.0);
-        for &(v, t) in &self.candidates {
+        // The candidates filtered (in parallel when many), kept in their (sorted) order.
+        let points = |&(v, t): &(u32, u32)| {
             let corners = triangles[t as usize];
-            if corners.contains(&v) || (still(&corners) && inverse_mass[v as usize] == 0.0) {
-                continue;
+            if still(&corners) && inverse_mass[v as usize] == 0.0 {
+                return None;
             }
             let [a, b, c] = corners.map(|i| start[i as usize]);
             let p = start[v as usize];
             let reach = 2.0 * thickness + relative_motion(v as usize, &corners, start, y);
             if (p - closest_point_on_triangle(&p, &a, &b, &c).1).norm() > reach {
-                continue;
+                return None;
             }
             let [a1, b1, c1] = corners.map(|i| y[i as usize]);
             let (start_over, end_over) = (
@@ -246,22 +287,22 @@ impl ClothSelfContacts {
             if (beside(&start_over) && beside(&end_over))
                 || apart_throughout(before, after, 2.0 * thickness)
             {
-                continue;
+                return None;
             }
-            let side = start_side(before);
-            self.points.push(PointFace {
+            Some(PointFace {
                 vertex: v,
                 triangle: t,
-                side,
+                side: start_side(before),
                 reach: reach as f32,
                 push: 0.0,
-            });
-        }
-        candidate_edge_pairs(&self.bvh, &self.bvh, &mut self.candidates);
-        for &(i, j) in &self.candidates {
-            let (e, f) = (self.edges[i as usize], self.edges[j as usize]);
-            if e.iter().any(|v| f.contains(v)) || (still(&e) && still(&f)) {
-                continue;
+            })
+        };
+        filtered(&self.candidates, &mut self.points, points);
+        let edges = &self.edges;
+        let crossings = |&(i, j): &(u32, u32)| {
+            let (e, f) = (edges[i as usize], edges[j as usize]);
+            if still(&e) && still(&f) {
+                return None;
             }
             let [a0, a1] = e.map(|v| start[v as usize]);
             let [b0, b1] = f.map(|v| start[v as usize]);
@@ -273,7 +314,7 @@ impl ClothSelfContacts {
                     y,
                 ));
             if segment_distance(&a0, &a1, &b0, &b1) > reach {
-                continue;
+                return None;
             }
             let [c0, c1] = e.map(|v| y[v as usize]);
             let [d0, d1] = f.map(|v| y[v as usize]);
@@ -290,16 +331,16 @@ impl ClothSelfContacts {
             if (beside(&start_lines) && beside(&end_lines))
                 || apart_throughout(before, after, 2.0 * thickness)
             {
-                continue;
+                return None;
             }
-            let side = start_side(before);
-            self.crossings.push(EdgePair {
+            Some(EdgePair {
                 edges: [i, j],
-                side,
+                side: start_side(before),
                 reach: reach as f32,
                 push: 0.0,
-            });
-        }
+            })
+        };
+        filtered(&self.edge_candidates, &mut self.crossings, crossings);
     }
 
     /// Whether a vertex of `x` has moved more than `thickness` (m) from where the pairs were

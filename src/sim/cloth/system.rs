@@ -28,6 +28,7 @@ use super::membrane::{
     COLLAPSED, RestTriangle, area_limited, compose, right_singular, svd32, times_right,
 };
 use super::mesh::{ClothMesh, ClothMeshError};
+use super::other_cloths::{NeighbourCloth, OtherCloths};
 use super::self_contact::ClothSelfContacts;
 use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
 use crate::sim::contact::ObstacleCollider;
@@ -288,6 +289,14 @@ pub enum ClothError {
     /// A position or force given is NaN or infinite.
     #[error("{0} is not finite")]
     NonFinite(&'static str),
+    /// A neighbour cloth ([`ClothSystem::step_among_cloths`]) is refused: `what` says why.
+    #[error("neighbour cloth {id}: {what}")]
+    BadNeighbour {
+        /// The neighbour's id.
+        id: u64,
+        /// What is wrong with it.
+        what: &'static str,
+    },
     /// Every vertex is pinned, or the matrix did not factor.
     #[error("cloth matrix: {0}")]
     Factorization(String),
@@ -480,13 +489,15 @@ pub struct ClothSystem {
     contacts: ClothContacts,
     /// Whether the cloth collides with itself: vertex-triangle and edge-edge pairs kept the
     /// thickness apart (`self_contact.rs`), and impact zones against passing through itself
-    /// within a step (`impact_zones.rs`). Default: off (it costs 5-70 times the rest of the step,
+    /// within a step (`impact_zones.rs`). Default: off (it costs 3-60 times the rest of the step,
     /// `docs/PERFORMANCE.md`).
     pub self_collision: bool,
     /// The step's contacts with itself.
     self_contacts: ClothSelfContacts,
     /// The fail-safe against crossing itself within a step (`impact_zones.rs`).
     impact_zones: ImpactZones,
+    /// The step's contacts with other cloths (`other_cloths.rs`).
+    other_cloths: OtherCloths,
     /// Per vertex: `1 / mass` (1/kg), 0 where pinned (as factored).
     inverse_mass: Vec<f64>,
 }
@@ -535,6 +546,10 @@ impl ClothSystem {
             h,
             &vec![false; n],
         )?;
+        let edge_ends: Vec<[u32; 2]> = rest_edges(mesh.triangles(), p)
+            .iter()
+            .map(|e| e.ends)
+            .collect();
         let mut system = Self {
             material,
             h,
@@ -581,14 +596,10 @@ impl ClothSystem {
             curvature,
             contacts: ClothContacts::default(),
             self_collision: false,
-            self_contacts: ClothSelfContacts::new(
-                rest_edges(mesh.triangles(), p)
-                    .iter()
-                    .map(|e| e.ends)
-                    .collect(),
-            ),
+            self_contacts: ClothSelfContacts::new(p, mesh.triangles(), edge_ends.clone()),
             inverse_mass: Vec::new(),
-            impact_zones: ImpactZones::default(),
+            impact_zones: ImpactZones::new(p, mesh.triangles(), &edge_ends),
+            other_cloths: OtherCloths::default(),
             mesh,
         };
         system.inverse_mass = system.inverse_masses();
@@ -698,8 +709,30 @@ impl ClothSystem {
         wind: Vec3,
         obstacles: &[ObstacleCollider],
     ) -> Result<(), ClothError> {
+        self.step_among_cloths(gravity, wind, obstacles, &[])
+    }
+
+    /// [`ClothSystem::step_among`], and kept the mean of the two thicknesses from each of the
+    /// other `cloths` on the side of it where each pair was first seen, with friction, never
+    /// passing through one along its path over the step (`other_cloths.rs`). The other cloths
+    /// do not move in this step.
+    ///
+    /// # Errors
+    /// As [`ClothSystem::step_among`], and [`ClothError::BadNeighbour`] for a neighbour with
+    /// mismatched or non-finite positions, a triangle out of range or a bad thickness
+    /// (nothing moves).
+    pub fn step_among_cloths(
+        &mut self,
+        gravity: Vec3,
+        wind: Vec3,
+        obstacles: &[ObstacleCollider],
+        cloths: &[NeighbourCloth],
+    ) -> Result<(), ClothError> {
         if !gravity.iter().chain(wind.iter()).all(|c| c.is_finite()) {
             return Err(ClothError::NonFinite("gravity or wind"));
+        }
+        if let Some((c, what)) = cloths.iter().find_map(|c| Some((c, c.fault()?))) {
+            return Err(ClothError::BadNeighbour { id: c.id, what });
         }
         if self.rebuild {
             let pinned = std::mem::take(&mut self.pinned);
@@ -726,11 +759,25 @@ impl ClothSystem {
         self.contacts
             .detect(&self.start, &self.y, free, obstacles, (thickness, h));
         self.x.copy_from_slice(&self.y);
+        self.other_cloths.begin(
+            (self.mesh.triangles(), self.self_contacts.edges()),
+            (&self.start, &self.inverse_mass),
+            thickness,
+            cloths,
+        );
         self.project_contacts(obstacles, 0);
         let iterations = self.iterations.max(1);
-        let mut detections = 0;
+        let (mut detections, mut neighbour_detections) = (0, 0);
         for i in 0..iterations {
             self.iterate();
+            if self.other_cloths.active()
+                && (i == 0
+                    || (neighbour_detections < MAX_SELF_DETECTIONS
+                        && self.other_cloths.moved_beyond(&self.x)))
+            {
+                neighbour_detections += 1;
+                self.other_cloths.detect(&self.x);
+            }
             if self.self_collision
                 && (i == 0
                     || (detections < MAX_SELF_DETECTIONS
@@ -766,6 +813,8 @@ impl ClothSystem {
                 self.material.friction,
             );
         }
+        self.other_cloths
+            .apply_friction(&mut self.x, self.material.friction);
         self.contacts.apply_friction(
             &mut self.x,
             &self.start,
@@ -773,7 +822,7 @@ impl ClothSystem {
             (self.material.friction, &self.mass),
             h,
         );
-        if self.self_collision {
+        if self.self_collision || self.other_cloths.active() {
             // Friction moved vertices along the surfaces: the pairs it brought nearer than
             // the thickness (or through) are moved apart again. The sweeps may push a vertex
             // into an obstacle: out again, then the zones, which keep clear of the obstacles.
@@ -785,13 +834,17 @@ impl ClothSystem {
                     .iter()
                     .all(|o| o.query(*p, ZONE_CLEARANCE * thickness).is_none())
             };
-            self.impact_zones.resolve(
-                &self.start,
-                &mut self.x,
-                (self.mesh.triangles(), self.self_contacts.edges()),
-                (&self.inverse_mass, self.contacts.supports()),
-                clear,
-            );
+            if self.self_collision {
+                self.impact_zones.resolve(
+                    &self.start,
+                    &mut self.x,
+                    (self.mesh.triangles(), self.self_contacts.edges()),
+                    (&self.inverse_mass, self.contacts.supports()),
+                    clear,
+                );
+            }
+            self.other_cloths
+                .resolve_zones(&mut self.x, self.contacts.supports(), clear);
         }
         if !self.x.iter().all(|p| p.iter().all(|c| c.is_finite())) {
             self.x.copy_from_slice(&self.start);
@@ -808,11 +861,14 @@ impl ClothSystem {
     }
 
     /// The iterate and the inertial targets moved out of the obstacles (`contact.rs`), then
-    /// the iterate moved apart where it touches itself (`self_contact.rs`): up to
-    /// `self_sweeps` sweeps, fewer once a sweep pushes nothing by more than a hundredth of the
-    /// thickness, vertices resting on an obstacle not moved into it.
+    /// the iterate moved apart where it touches other cloths (`other_cloths.rs`) and itself
+    /// (`self_contact.rs`): up to `self_sweeps` sweeps of each, fewer once a sweep pushes
+    /// nothing by more than a hundredth of the thickness, vertices resting on an obstacle not
+    /// moved into it.
     fn project_contacts(&mut self, obstacles: &[ObstacleCollider], self_sweeps: usize) {
         self.project_obstacles(obstacles);
+        self.other_cloths
+            .project(&mut self.x, self.contacts.supports(), self_sweeps);
         if !self.self_collision {
             return;
         }
@@ -956,8 +1012,18 @@ impl ClothSystem {
         &mut self.v
     }
 
+    /// The material it was built with.
+    pub fn material(&self) -> &ClothMaterial {
+        &self.material
+    }
+
     /// The mesh.
     pub fn mesh(&self) -> &ClothMesh {
+        &self.mesh
+    }
+
+    /// The mesh, shared.
+    pub fn shared_mesh(&self) -> &Arc<ClothMesh> {
         &self.mesh
     }
 
@@ -974,6 +1040,12 @@ impl ClothSystem {
         } else {
             (0, 0)
         }
+    }
+
+    /// Vertex-triangle and edge-edge pairs with other cloths in the last step
+    /// ([`ClothSystem::step_among_cloths`]).
+    pub fn neighbour_contact_count(&self) -> (usize, usize) {
+        self.other_cloths.count()
     }
 
     /// Vertices the last step put in impact zones (`impact_zones.rs`): those whose paths

@@ -7,15 +7,19 @@
 //! - a heap: a sheet of 32 x 32 and 64 x 64 cells (1 m square, cotton) hung upright 5 cm
 //!   above the floor and let go, so that it buckles and folds onto itself on the floor.
 //!
-//! Each without and with self-collision (`ClothSystem::self_collision`). `cargo bench --bench
-//! cloth` prints the mean step over two seconds after a second of settling in, with the mean
-//! obstacle contact planes, self-contact pairs (vertex-triangle plus edge-edge) and vertices
-//! in impact zones per step, and writes `target/bench/cloth.json`.
+//! Each without and with self-collision (`ClothSystem::self_collision`). Then cloth on cloth
+//! (`ClothSystem::step_among_cloths`): the 20 x 20 tablecloth with a 0.4 m denim napkin of
+//! 8 x 8 cells dropped onto it from 30 cm above, the two stepped one after the other, each
+//! among the other (the row's pairs are the napkin's and the tablecloth's with each other).
+//! `cargo bench --bench cloth` prints the mean step over two seconds after a second of
+//! settling in, with the mean obstacle contact planes, self-contact pairs (vertex-triangle
+//! plus edge-edge) and vertices in impact zones per step, and writes
+//! `target/bench/cloth.json`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bevy_deformable::sim::cloth::{ClothMaterial, ClothMesh, ClothSystem};
+use bevy_deformable::sim::cloth::{ClothMaterial, ClothMesh, ClothSystem, NeighbourCloth};
 use bevy_deformable::sim::{ObstacleCollider, Vec3};
 
 const DT: f64 = 1.0 / 60.0;
@@ -57,15 +61,7 @@ fn run(n: usize, scene: Scene, self_collision: bool) -> Measured {
                 .mapped(|p| p + table + Vec3::new(0.0, 0.45, 0.0))
                 .expect("a rectangle"),
             Vec3::zeros(),
-            vec![
-                ObstacleCollider::halfspace(Vec3::y()).expect("a floor"),
-                ObstacleCollider::cuboid(Vec3::new(0.55, 0.03, 0.4))
-                    .expect("a table")
-                    .with_position(table),
-                ObstacleCollider::ball(0.16)
-                    .expect("a bowl")
-                    .with_position(table + Vec3::new(0.1, 0.03, 0.0)),
-            ],
+            table_obstacles(table),
         ),
         Scene::Heap => (
             ClothMesh::rectangle(1.0, 1.0, n, n)
@@ -113,6 +109,87 @@ fn run(n: usize, scene: Scene, self_collision: bool) -> Measured {
     }
 }
 
+/// The tablecloth scene's obstacles: a floor, the table at `table` (m) and the bowl on it.
+fn table_obstacles(table: Vec3) -> Vec<ObstacleCollider> {
+    vec![
+        ObstacleCollider::halfspace(Vec3::y()).expect("a floor"),
+        ObstacleCollider::cuboid(Vec3::new(0.55, 0.03, 0.4))
+            .expect("a table")
+            .with_position(table),
+        ObstacleCollider::ball(0.16)
+            .expect("a bowl")
+            .with_position(table + Vec3::new(0.1, 0.03, 0.0)),
+    ]
+}
+
+/// One run of the napkin dropped onto the 20 x 20 tablecloth (see the bench's docs).
+fn run_layers() -> Measured {
+    let gravity = Vec3::new(0.0, -9.81, 0.0);
+    let table = Vec3::new(0.0, 0.9, 0.0);
+    let obstacles = table_obstacles(table);
+    let cloth = |mesh: ClothMesh, material| {
+        ClothSystem::new(Arc::new(mesh), material, DT).expect("a cloth")
+    };
+    let mut tablecloth = cloth(
+        ClothMesh::rectangle(1.5, 1.3, 20, 20)
+            .expect("a rectangle")
+            .mapped(|p| p + table + Vec3::new(0.0, 0.45, 0.0))
+            .expect("a rectangle"),
+        ClothMaterial::COTTON,
+    );
+    let mut napkin = cloth(
+        ClothMesh::rectangle(0.4, 0.4, 8, 8)
+            .expect("a rectangle")
+            .mapped(|p| p + table + Vec3::new(-0.3, 0.75, 0.12))
+            .expect("a rectangle"),
+        ClothMaterial::DENIM,
+    );
+    let step = |tablecloth: &mut ClothSystem, napkin: &mut ClothSystem| {
+        let (standing, before) = (napkin.positions().to_vec(), tablecloth.positions().to_vec());
+        let on_napkin = NeighbourCloth {
+            id: 1,
+            triangles: napkin.mesh().triangles(),
+            start: &standing,
+            end: &standing,
+            thickness: napkin.material().thickness,
+        };
+        tablecloth
+            .step_among_cloths(gravity, Vec3::zeros(), &obstacles, &[on_napkin])
+            .expect("a stable step");
+        let on_tablecloth = NeighbourCloth {
+            id: 0,
+            triangles: tablecloth.mesh().triangles(),
+            start: &before,
+            end: tablecloth.positions(),
+            thickness: tablecloth.material().thickness,
+        };
+        napkin
+            .step_among_cloths(gravity, Vec3::zeros(), &obstacles, &[on_tablecloth])
+            .expect("a stable step");
+    };
+    for _ in 0..WARM {
+        step(&mut tablecloth, &mut napkin);
+    }
+    let started = Instant::now();
+    let (mut contacts, mut pairs) = (0, 0);
+    for _ in 0..TIMED {
+        step(&mut tablecloth, &mut napkin);
+        contacts += tablecloth.contact_count() + napkin.contact_count();
+        for c in [&tablecloth, &napkin] {
+            let (points, edges) = c.neighbour_contact_count();
+            pairs += points + edges;
+        }
+    }
+    let per_step = |total: usize| total as f64 / TIMED as f64;
+    Measured {
+        vertices: tablecloth.positions().len() + napkin.positions().len(),
+        ms: started.elapsed().as_secs_f64() * 1e3 / TIMED as f64,
+        contacts: per_step(contacts),
+        self_pairs: per_step(pairs),
+        zoned: 0.0,
+    }
+}
+
 fn main() {
     println!("cloth: 1/60 s, ten PD iterations (see the bench's docs for the scenes)");
     println!(
@@ -145,6 +222,21 @@ fn main() {
                 }
             }
         }
+    }
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        let m = pool.install(run_layers);
+        println!(
+            "| napkin on tablecloth | 20 x 20 + 8 x 8 | {} | off | {threads} | {:.3} | {:.0} | {:.0} (with each other) | - |",
+            m.vertices, m.ms, m.contacts, m.self_pairs
+        );
+        json.push(format!(
+            "{{\"scene\": \"napkin_on_tablecloth\", \"cells\": 20, \"vertices\": {}, \"self_collision\": false, \"threads\": {threads}, \"ms_per_step\": {:.4}, \"contacts_per_step\": {:.1}, \"cloth_pairs_per_step\": {:.1}}}",
+            m.vertices, m.ms, m.contacts, m.self_pairs
+        ));
     }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench");
     let text = format!("[{}]\n", json.join(", "));

@@ -186,9 +186,14 @@ pub(super) struct PatchTree {
     owned_vertices: Vec<u32>,
     owned_edge_start: Vec<u32>,
     owned_edges: Vec<u32>,
-    /// Per node, per triangle, per vertex and per edge: the box of the last query.
+    /// Per node, per triangle, per vertex and per edge: the box of the last query (m).
     node_boxes: Vec<Box3>,
+    triangle_boxes: Vec<Box3>,
+    vertex_boxes: Vec<Box3>,
+    edge_boxes: Vec<Box3>,
+    /// Per node and per triangle: the normal cone of the last query.
     node_cones: Vec<Cone>,
+    triangle_cones: Vec<Cone>,
     /// Per node and per triangle: whether it has a vertex of the set the queries are limited
     /// to ([`PatchTree::limit_to`]; all while `limited` is false).
     node_marked: Vec<bool>,
@@ -197,10 +202,6 @@ pub(super) struct PatchTree {
     /// Whether the root's two children are two cloths whose pairs with each other are the
     /// only ones wanted ([`PatchTree::between_sides`]).
     two_sides: bool,
-    triangle_boxes: Vec<Box3>,
-    triangle_cones: Vec<Cone>,
-    vertex_boxes: Vec<Box3>,
-    edge_boxes: Vec<Box3>,
 }
 
 impl PatchTree {

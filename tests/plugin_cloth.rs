@@ -5,7 +5,7 @@
 //! keeps the cloth where it is, and a scene reset starts it over; a cloth pinned to a soft cube
 //! rides on it as it falls and lands; the floor under a soft cube carries the weight of a cloth
 //! lying on it or hanging from it (contact and pins both ways, one step late); a cloth dropped
-//! onto a hammock of cloth lies on it.
+//! onto a hammock of cloth lies on it; a coupled rigid body under a cloth takes its weight.
 
 mod common;
 
@@ -195,6 +195,60 @@ fn a_cloth_dropped_onto_a_hammock_of_cloth_lies_on_it() {
     // The hammock sags under its own weight only; the sheet rests in it, below its pins.
     let lowest = upper.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
     assert!(lowest < 0.98, "the sheet rests at {lowest} m");
+}
+
+#[test]
+fn a_rigid_body_under_a_cloth_takes_its_weight() {
+    let mut app = app();
+    // A coupled rigid slab that nothing moves (no gravity on it, no integrator: held where it
+    // is), and a cotton sheet dropped onto it, all of it over the slab.
+    let half = Vec3::new(0.3, 0.05, 0.3);
+    let slab = app
+        .world_mut()
+        .spawn((
+            Obstacle::cuboid(half),
+            RigidBodyCoupling::solid_cuboid(4.0, half, Vec3::ZERO),
+            Transform::from_xyz(0.0, 1.0, 0.0),
+        ))
+        .id();
+    let sheet = app
+        .world_mut()
+        .spawn((
+            DeformableCloth::rectangle(Vec2::splat(0.4), UVec2::splat(8)),
+            Transform::from_xyz(0.0, 1.08, 0.0),
+        ))
+        .id();
+    for _ in 0..150 {
+        app.update();
+    }
+    let mass: f64 = app
+        .world()
+        .get::<ClothState>(sheet)
+        .and_then(ClothState::system)
+        .expect("a sheet")
+        .masses()
+        .iter()
+        .sum();
+    let h = app
+        .world()
+        .resource::<Time<Fixed>>()
+        .timestep()
+        .as_secs_f64();
+    let weight = (mass * 9.81 * h) as f32;
+    let impulse = *app.world().get::<RigidBodyImpulse>(slab).unwrap();
+    // The sheet lies on the slab: it pushes down by its weight each step, the slab's velocity
+    // change is that over its mass, and it pushes evenly (no turn about the centre).
+    assert!(
+        (impulse.impulse.y + weight).abs() < 0.01 * weight,
+        "{:?} against a weight of {weight} N s a step",
+        impulse.impulse
+    );
+    assert!((impulse.linear_velocity_change.y - impulse.impulse.y / 4.0).abs() < 1e-6);
+    assert!(
+        impulse.angular_impulse.length() < 0.05 * weight * 0.2,
+        "{:?}",
+        impulse.angular_impulse
+    );
 }
 
 /// A 0.4 m rubber cube (4 cells) centred `height` (m) above the origin.

@@ -24,7 +24,10 @@ use crate::sim::embed::EmbeddedPoint;
 /// drapes over the [`crate::components::Obstacle`]s and the soft bodies. The soft bodies feel
 /// it one step late: its contacts' impulses on their surfaces and its pins' pull are applied to
 /// them before their next step (not to skinned flesh, [`crate::skin::SkinFlesh`], which its
-/// bones drive: there a cloth stays one way). The plugin gives the entity a `Mesh3d`
+/// bones drive: there a cloth stays one way). A rigid body's collider
+/// ([`crate::RigidBodyCoupling`], every dynamic avian body with `DeformableAvianPlugin`) takes
+/// its contacts' impulses in its [`crate::RigidBodyImpulse`] after the step. Other cloths keep
+/// apart from it. The plugin gives the entity a `Mesh3d`
 /// (positions in the entity's frame, area-weighted normals, UVs over the rectangle) unless it
 /// has one of the same vertex count; give it a double-sided material
 /// (`StandardMaterial { double_sided: true, cull_mode: None, .. }`) so both faces are lit.

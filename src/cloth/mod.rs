@@ -26,7 +26,9 @@
 //! component asks (`DeformableCloth::self_collision`, off by default). Cloths keep apart: each
 //! steps among the others near it, those that stepped before it along their paths over their
 //! step and the rest where they stand (`sim::cloth::ClothSystem::step_among_cloths`), so that
-//! neither passes through the other; neither feels the other's weight.
+//! neither passes through the other; neither feels the other's weight. A coupled rigid body
+//! (`RigidBodyCoupling`, avian's dynamic bodies) under a cloth takes its contacts' impulses
+//! in its `RigidBodyImpulse`, added after the soft bodies' own (`plugin/writeback.rs`).
 
 mod components;
 mod systems;

@@ -28,7 +28,7 @@ use crate::render;
 use crate::selection::resolve_vertices_in;
 use crate::sim::cloth::{ClothError, ClothMesh, ClothSystem, NeighbourCloth};
 use crate::sim::embed::{EmbeddedPoint, embed_points_at};
-use crate::sim::{BodyHandle, ObstacleCollider, SoftWorld, Vec3 as SimVec3};
+use crate::sim::{BodyHandle, ObstacleCollider, ObstacleHandle, SoftWorld, Vec3 as SimVec3};
 use crate::skin::SkinFlesh;
 
 /// Steps every cloth once per step of the soft bodies (paused with them), building it where
@@ -37,7 +37,9 @@ use crate::skin::SkinFlesh;
 /// entity's pose. What the cloths' contacts put on the soft bodies' surfaces (their weight,
 /// their impacts, friction) and what their pins riding on soft bodies pull is applied to the
 /// bodies as impulses ([`crate::sim::SoftWorld::apply_impulses_at`]), which their next step
-/// takes: both ways, one step late (not to skinned flesh; nor to rigid obstacles). Each cloth
+/// takes: both ways, one step late (not to skinned flesh). What they put on a rigid body's
+/// collider ([`crate::RigidBodyCoupling`]) is added to its [`crate::RigidBodyImpulse`] after
+/// this step, for its engine to take before its own step. Each cloth
 /// steps among the other cloths near it, those stepped before it along their paths over their
 /// step and the rest where they stand: two cloths do not pass through each other.
 #[allow(clippy::too_many_arguments)]
@@ -65,6 +67,8 @@ pub(crate) fn step_cloths(
         return;
     }
     let started = Instant::now();
+    let mut on_rigid = std::mem::take(&mut world.cloth_on_rigid);
+    on_rigid.clear();
     let dt = time.delta_secs_f64();
     let gravity = to_sim(config.gravity);
     let wind = to_sim(wind.at(time.elapsed_secs()));
@@ -84,6 +88,8 @@ pub(crate) fn step_cloths(
         .filter_map(|(entity, _, state)| ClothLayer::of(entity, state.system.as_ref()?))
         .collect();
     let mut before: Vec<SimVec3> = Vec::new();
+    // The world's obstacle handles, listed the first time a cloth touches a rigid body.
+    let mut obstacle_handles: Option<Vec<ObstacleHandle>> = None;
     for (entity, cloth, mut state) in &mut cloths {
         let state = &mut *state;
         // Where the entity is now (its `GlobalTransform` is last frame's until propagation).
@@ -163,6 +169,13 @@ pub(crate) fn step_cloths(
                 let holder = state.pins_body.as_ref().map(|(h, _)| *h);
                 let mut on_holder = SimVec3::zeros();
                 for (o, at, impulse) in system.obstacle_impulses() {
+                    // A rigid body's collider: its engine takes the impulse after this step.
+                    if obstacles.get(o).is_some_and(|c| c.coupling().is_some()) {
+                        let handles = obstacle_handles
+                            .get_or_insert_with(|| world.world().obstacle_handles().collect());
+                        on_rigid.push((handles[o], at, impulse));
+                        continue;
+                    }
                     let Some(&body) = o
                         .checked_sub(obstacles.len())
                         .and_then(|k| touched_bodies.get(k))
@@ -190,6 +203,7 @@ pub(crate) fn step_cloths(
         state.record(true);
     }
     drop(bodies);
+    world.cloth_on_rigid = on_rigid;
     // Skinned flesh is driven to its bones every step; a cloth on it is not passed on (see
     // `DeformableCloth`'s docs).
     let driven = |h: &BodyHandle| world.entity_of(*h).is_some_and(|e| flesh.contains(e));

@@ -27,6 +27,9 @@ pub struct DeformableWorld {
     pub(super) touching: Vec<Entity>,
     /// Whether the last fixed step advanced the world (false while paused).
     pub(super) stepped: bool,
+    /// What the cloths' contacts put on coupled obstacles (rigid bodies) in the last step:
+    /// `(obstacle, point, impulse)` (m, N s), added to their [`crate::RigidBodyImpulse`].
+    pub(crate) cloth_on_rigid: Vec<(ObstacleHandle, sim::Vec3, sim::Vec3)>,
     /// Time of the last render-point recording (ms).
     pub(super) record_ms: f64,
 }

@@ -12,9 +12,11 @@ use bevy::prelude::{Query, Res, ResMut, Time, Transform, With};
 use bevy::time::Fixed;
 
 use crate::components::DeformableState;
+use crate::convert::to_bevy;
 use crate::diagnostics::DeformableDiagnostics;
 use crate::render;
 use crate::rigid_coupling::{RigidBodyCoupling, RigidBodyImpulse};
+use crate::sim;
 
 use super::{DeformableConfig, DeformableWorld};
 
@@ -25,15 +27,54 @@ pub(super) fn record_rigid_impulses(
     mut coupled: Query<(Entity, &mut RigidBodyImpulse), With<RigidBodyCoupling>>,
 ) {
     for (entity, mut impulse) in &mut coupled {
-        let response = world
+        let obstacle = world
             .obstacle_of
             .get(&entity)
             .filter(|_| world.stepped)
-            .and_then(|&h| world.world.obstacle(h).ok())
+            .and_then(|&h| world.world.obstacle(h).ok());
+        let mut response = obstacle
             .map(|o| RigidBodyImpulse::from_sim(o.coupling_response()))
             .unwrap_or_default();
+        if let Some(o) = obstacle {
+            add_cloth_impulses(&world, o, &mut response);
+        }
         impulse.set_if_neq(response);
     }
+}
+
+/// Adds to `response` what the cloths' contacts put on the rigid body whose collider is `o`
+/// in the last step (on any of its colliders: each carries the body's whole response), as
+/// impulse and angular impulse about its centre of mass and the velocity changes they make.
+fn add_cloth_impulses(
+    world: &DeformableWorld,
+    o: &sim::ObstacleCollider,
+    response: &mut RigidBodyImpulse,
+) {
+    let Some(coupling) = o.coupling() else {
+        return;
+    };
+    let same_body = |other: &sim::ObstacleCollider| match coupling.body {
+        Some(body) => other.coupling().is_some_and(|c| c.body == Some(body)),
+        None => std::ptr::eq(other, o),
+    };
+    let center = o.center_of_mass();
+    let (mut linear, mut angular) = (sim::Vec3::zeros(), sim::Vec3::zeros());
+    for (h, at, j) in &world.cloth_on_rigid {
+        if world.world.obstacle(*h).is_ok_and(same_body) {
+            linear += j;
+            angular += (at - center).cross(j);
+        }
+    }
+    if linear == sim::Vec3::zeros() && angular == sim::Vec3::zeros() {
+        return;
+    }
+    let rotation = o.rotation().to_rotation_matrix();
+    let inverse_inertia =
+        rotation.matrix() * coupling.local_inverse_inertia * rotation.matrix().transpose();
+    response.impulse += to_bevy(&linear);
+    response.angular_impulse += to_bevy(&angular);
+    response.linear_velocity_change += to_bevy(&(linear / coupling.mass));
+    response.angular_velocity_change += to_bevy(&(inverse_inertia * angular));
 }
 
 /// After a step: the render points of every body, kept beside the previous step's.

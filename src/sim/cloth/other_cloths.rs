@@ -13,9 +13,9 @@
 //! zone with them moves as they do). The pair distance is the mean of the two cloths'
 //! thicknesses (each keeps half its thickness on either side of its surface).
 //!
-//! Cloths stepped one after the other in this way cannot pass through each other: the first
-//! keeps to its side of where the second stands, and the second to its side of the first's
-//! whole path. Only the cloth that steps moves: neither feels the other's weight or push
+//! Stepped one after the other in this way, two cloths keep from passing through each other
+//! (within the impact zones' 16 rounds a step): the first keeps to its side of where the
+//! second stands, and the second to its side of the first's whole path. Only the cloth that steps moves: neither feels the other's weight or push
 //! except by its own pairs (a napkin lying on a tablecloth is held up by it, and the
 //! tablecloth, held by the table, is not pushed down).
 

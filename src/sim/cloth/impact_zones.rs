@@ -144,7 +144,6 @@ impl ImpactZones {
         &mut self,
         start: &[Vec3],
         x: &mut [Vec3],
-        (triangles, edges): (&[[u32; 3]], &[[u32; 2]]),
         (inverse_mass, supports): (&[f64], &[Vec3]),
         clear: impl Fn(&Vec3) -> bool,
     ) -> usize {
@@ -168,11 +167,12 @@ impl ImpactZones {
             candidates.sort_unstable();
             edge_candidates.sort_unstable();
             for &(v, t) in &candidates {
-                let [a, b, c] = triangles[t as usize];
+                let [a, b, c] = self.patches.triangles()[t as usize];
                 let pair = [v, a, b, c];
                 hits += usize::from(self.hits(pair, round, (start, x), point_triangle_impact));
             }
             for &(i, j) in &edge_candidates {
+                let edges = self.patches.edges();
                 let (e, f) = (edges[i as usize], edges[j as usize]);
                 let pair = [e[0], e[1], f[0], f[1]];
                 hits += usize::from(self.hits(pair, round, (start, x), edge_edge_impact));
@@ -306,13 +306,7 @@ mod tests {
         let inverse_mass = vec![1.0; 6];
         let supports = vec![Vec3::zeros(); 6];
         let mut zones = ImpactZones::new(&start, &triangles, &edges);
-        let zoned = zones.resolve(
-            &start,
-            &mut x,
-            (&triangles, &edges),
-            (&inverse_mass, &supports),
-            |_| true,
-        );
+        let zoned = zones.resolve(&start, &mut x, (&inverse_mass, &supports), |_| true);
         assert_eq!(zoned, 6);
         assert!(!any_impact(&start, &x, &triangles, &edges));
         // Equal masses: both move by the mean, 10 cm down, keeping their shapes.
@@ -332,13 +326,7 @@ mod tests {
         let inverse_mass = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
         let none = vec![Vec3::zeros(); 6];
         let mut zones = ImpactZones::new(&start, &triangles, &edges);
-        zones.resolve(
-            &start,
-            &mut x,
-            (&triangles, &edges),
-            (&inverse_mass, &none),
-            |_| true,
-        );
+        zones.resolve(&start, &mut x, (&inverse_mass, &none), |_| true);
         assert!(!any_impact(&start, &x, &triangles, &edges));
         for v in 3..6 {
             assert!((x[v] - start[v] - Vec3::new(0.01, 0.0, 0.0)).norm() < 1e-12);
@@ -348,24 +336,12 @@ mod tests {
         let inverse_mass = vec![1.0; 6];
         let mut supports = vec![Vec3::zeros(); 6];
         supports[0] = Vec3::y();
-        zones.resolve(
-            &start,
-            &mut x,
-            (&triangles, &edges),
-            (&inverse_mass, &supports),
-            |_| true,
-        );
+        zones.resolve(&start, &mut x, (&inverse_mass, &supports), |_| true);
         assert_eq!(x, start);
         // Free, and the mean move would take a member below the floor at y = -0.05.
         let mut x = driven;
         let none = vec![Vec3::zeros(); 6];
-        zones.resolve(
-            &start,
-            &mut x,
-            (&triangles, &edges),
-            (&inverse_mass, &none),
-            |p| p.y > -0.05,
-        );
+        zones.resolve(&start, &mut x, (&inverse_mass, &none), |p| p.y > -0.05);
         assert_eq!(x, start);
     }
 }

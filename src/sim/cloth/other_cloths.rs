@@ -155,7 +155,7 @@ impl OtherCloths {
         }
         let split = triangles.len();
         self.zones = ImpactZones::between_sides(&rest, &self.triangles, &all_edges, split);
-        self.contacts = ClothSelfContacts::between_sides(&rest, &self.triangles, all_edges, split);
+        self.contacts = ClothSelfContacts::between_sides(&rest, &self.triangles, &all_edges, split);
     }
 
     /// Whether this step has neighbours.
@@ -244,7 +244,6 @@ impl OtherCloths {
         self.zones.resolve(
             &self.start,
             &mut self.x,
-            (&self.triangles, self.contacts.edges()),
             (&self.inverse_mass, &self.supports),
             clear,
         );

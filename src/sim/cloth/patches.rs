@@ -259,6 +259,16 @@ impl PatchTree {
         (tree, centroids)
     }
 
+    /// The triangles the candidates name.
+    pub fn triangles(&self) -> &[[u32; 3]] {
+        &self.triangles
+    }
+
+    /// The edges the candidates name.
+    pub fn edges(&self) -> &[[u32; 2]] {
+        &self.edges
+    }
+
     /// Gives each vertex and edge to the first triangle that has it.
     fn own(&mut self, vertex_count: usize) {
         let mut vertex_owner = vec![NONE; vertex_count];

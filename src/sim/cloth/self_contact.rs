@@ -206,8 +206,6 @@ fn filtered<T: Sync, U: Send>(
 /// A cloth's contacts with itself in one step, and the buffers they reuse.
 #[derive(Debug, Default)]
 pub(super) struct ClothSelfContacts {
-    /// The mesh's edges, each once, the smaller vertex first.
-    edges: Vec<[u32; 2]>,
     patches: PatchTree,
     candidates: Vec<(u32, u32)>,
     edge_candidates: Vec<(u32, u32)>,
@@ -219,10 +217,9 @@ pub(super) struct ClothSelfContacts {
 
 impl ClothSelfContacts {
     /// Contacts of a cloth of `triangles` at `rest` (m) with `edges` (each once).
-    pub fn new(rest: &[Vec3], triangles: &[[u32; 3]], edges: Vec<[u32; 2]>) -> Self {
+    pub fn new(rest: &[Vec3], triangles: &[[u32; 3]], edges: &[[u32; 2]]) -> Self {
         Self {
-            patches: PatchTree::new(rest, triangles, &edges),
-            edges,
+            patches: PatchTree::new(rest, triangles, edges),
             ..Self::default()
         }
     }
@@ -232,12 +229,11 @@ impl ClothSelfContacts {
     pub fn between_sides(
         rest: &[Vec3],
         triangles: &[[u32; 3]],
-        edges: Vec<[u32; 2]>,
+        edges: &[[u32; 2]],
         split: usize,
     ) -> Self {
         Self {
-            patches: PatchTree::between_sides(rest, triangles, &edges, split),
-            edges,
+            patches: PatchTree::between_sides(rest, triangles, edges, split),
             ..Self::default()
         }
     }
@@ -298,7 +294,7 @@ impl ClothSelfContacts {
             })
         };
         filtered(&self.candidates, &mut self.points, points);
-        let edges = &self.edges;
+        let edges = self.patches.edges();
         let crossings = |&(i, j): &(u32, u32)| {
             let (e, f) = (edges[i as usize], edges[j as usize]);
             if still(&e) && still(&f) {
@@ -433,7 +429,7 @@ impl ClothSelfContacts {
         for pair in &mut self.crossings {
             let ends = pair
                 .edges
-                .map(|e| self.edges[e as usize].map(|v| v as usize));
+                .map(|e| self.patches.edges()[e as usize].map(|v| v as usize));
             let [[a0, a1], [b0, b1]] = ends.map(|e| e.map(|v| x[v]));
             let Some(((s, t), d, normal)) = between_lines(&a0, &a1, &b0, &b1) else {
                 continue;
@@ -536,7 +532,7 @@ impl ClothSelfContacts {
         for pair in &self.crossings {
             let [[a0, a1], [b0, b1]] = pair
                 .edges
-                .map(|e| self.edges[e as usize].map(|v| v as usize));
+                .map(|e| self.patches.edges()[e as usize].map(|v| v as usize));
             let Some(((s, t), _, _)) = between_lines(&x[a0], &x[a1], &x[b0], &x[b1]) else {
                 continue;
             };
@@ -546,7 +542,7 @@ impl ClothSelfContacts {
 
     /// The mesh's edges, each once, the smaller vertex first.
     pub fn edges(&self) -> &[[u32; 2]] {
-        &self.edges
+        self.patches.edges()
     }
 
     /// Vertex-triangle and edge-edge pairs in this step.

@@ -596,7 +596,7 @@ impl ClothSystem {
             curvature,
             contacts: ClothContacts::default(),
             self_collision: false,
-            self_contacts: ClothSelfContacts::new(p, mesh.triangles(), edge_ends.clone()),
+            self_contacts: ClothSelfContacts::new(p, mesh.triangles(), &edge_ends),
             inverse_mass: Vec::new(),
             impact_zones: ImpactZones::new(p, mesh.triangles(), &edge_ends),
             other_cloths: OtherCloths::default(),
@@ -838,7 +838,6 @@ impl ClothSystem {
                 self.impact_zones.resolve(
                     &self.start,
                     &mut self.x,
-                    (self.mesh.triangles(), self.self_contacts.edges()),
                     (&self.inverse_mass, self.contacts.supports()),
                     clear,
                 );

@@ -1,11 +1,12 @@
 //! The Bevy plugin headless: cloth. A `DeformableCloth` pinned along an edge hangs from it and
 //! its pins follow the entity, and its parent when it has one; a tablecloth drops onto an
-//! `Obstacle` and stays above it, and another onto a soft body, over which it drapes; its mesh is written in the entity's frame, at the last step
-//! or blended with the one before; a pin out of range is a typed error; an edit of the preset
-//! keeps the cloth where it is, and a scene reset starts it over; a cloth pinned to a soft cube
-//! rides on it as it falls and lands; the floor under a soft cube carries the weight of a cloth
-//! lying on it or hanging from it (contact and pins both ways, one step late); a cloth dropped
-//! onto a hammock of cloth lies on it; a coupled rigid body under a cloth takes its weight.
+//! `Obstacle` and stays above it, and another onto a soft body, over which it drapes; its mesh
+//! is written in the entity's frame, at the last step or blended with the one before; a pin
+//! out of range is a typed error; an edit of the preset keeps the cloth where it is, and a
+//! scene reset starts it over; a cloth pinned to a soft cube rides on it as it falls and lands;
+//! the floor under a soft cube carries the weight of a cloth lying on it or hanging from it
+//! (contact and pins both ways, one step late); a cloth dropped onto a hammock of cloth lies
+//! on it and weighs it down; a coupled rigid body under a cloth takes its weight.
 
 mod common;
 
@@ -144,15 +145,7 @@ fn a_tablecloth_drops_onto_a_table_and_stays_above_it() {
 #[test]
 fn a_cloth_dropped_onto_a_hammock_of_cloth_lies_on_it() {
     let mut app = app();
-    let hammock = app
-        .world_mut()
-        .spawn((
-            DeformableCloth::rectangle(Vec2::splat(0.8), UVec2::splat(12))
-                .pin_edge(ClothEdge::MinX)
-                .pin_edge(ClothEdge::MaxX),
-            Transform::from_xyz(0.0, 1.0, 0.0),
-        ))
-        .id();
+    let hammock = app.world_mut().spawn(hammock_cloth()).id();
     let sheet = app
         .world_mut()
         .spawn((
@@ -192,9 +185,31 @@ fn a_cloth_dropped_onto_a_hammock_of_cloth_lies_on_it() {
             "a vertex at {p:?}, {distance} m from the hammock"
         );
     }
-    // The hammock sags under its own weight only; the sheet rests in it, below its pins.
+    // The sheet rests in the hammock, below its pins, and weighs it down: the hammock sags
+    // lower than the same hammock alone (measured 0.863 m against 0.966 m).
     let lowest = upper.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
     assert!(lowest < 0.98, "the sheet rests at {lowest} m");
+    let mut alone = self::app();
+    let empty = alone.world_mut().spawn(hammock_cloth()).id();
+    for _ in 0..150 {
+        alone.update();
+    }
+    let bottom = |x: &[sim::Vec3]| x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+    let (loaded, empty) = (bottom(&lower), bottom(&cloth_positions(&alone, empty)));
+    assert!(
+        loaded < empty - 0.03,
+        "the hammock's lowest point with the sheet at {loaded} m, alone at {empty} m"
+    );
+}
+
+/// A 0.8 m cotton hammock of 12 x 12 cells hung by two opposite edges 1 m up.
+fn hammock_cloth() -> (DeformableCloth, Transform) {
+    (
+        DeformableCloth::rectangle(Vec2::splat(0.8), UVec2::splat(12))
+            .pin_edge(ClothEdge::MinX)
+            .pin_edge(ClothEdge::MaxX),
+        Transform::from_xyz(0.0, 1.0, 0.0),
+    )
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The cloth's systems: [`step_cloths`] after the soft bodies' step (each cloth built or
 //! rebuilt from its component, its pins moved with its entity, stepped among the world's
 //! obstacles, the surfaces of the soft bodies and the other cloths near it, in the wind, and
-//! its contacts' impulses on those surfaces given to the bodies for their next step), and
+//! its contacts' impulses on those surfaces and cloths given to them for their next step), and
 //! [`draw_cloths`] before the frame is drawn (the positions into the entity's mesh, in its
 //! frame, with normals).
 
@@ -39,9 +39,12 @@ use crate::skin::SkinFlesh;
 /// bodies as impulses ([`crate::sim::SoftWorld::apply_impulses_at`]), which their next step
 /// takes: both ways, one step late (not to skinned flesh). What they put on a rigid body's
 /// collider ([`crate::RigidBodyCoupling`]) is added to its [`crate::RigidBodyImpulse`] after
-/// this step, for its engine to take before its own step. Each cloth
-/// steps among the other cloths near it, those stepped before it along their paths over their
-/// step and the rest where they stand: two cloths do not pass through each other.
+/// this step, for its engine to take before its own step. Each cloth steps among the other
+/// cloths near it, those stepped before it along their paths over their step and the rest
+/// where they stand: two cloths do not pass through each other. What its pairs put on those
+/// stepped before it is given to them for their next step
+/// ([`crate::sim::cloth::ClothSystem::neighbour_impulses`]): a cloth lying on another weighs it
+/// down.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step_cloths(
     config: Res<DeformableConfig>,
@@ -82,6 +85,9 @@ pub(crate) fn step_cloths(
     // what their pins riding on bodies pull.
     let mut reactions: Vec<(BodyHandle, SimVec3, SimVec3)> = Vec::new();
     let mut pulls: Vec<(BodyHandle, EmbeddedPoint, SimVec3)> = Vec::new();
+    // `(cloth, vertex, impulse)`: what each cloth's pairs put on the cloths that stepped
+    // before it, for their next step.
+    let mut on_cloths: Vec<(u64, usize, SimVec3)> = Vec::new();
     // Every cloth as the others see it: where it stands, then its path over its step.
     let mut layers: Vec<ClothLayer> = cloths
         .iter()
@@ -90,7 +96,27 @@ pub(crate) fn step_cloths(
     let mut before: Vec<SimVec3> = Vec::new();
     // The world's obstacle handles, listed the first time a cloth touches a rigid body.
     let mut obstacle_handles: Option<Vec<ObstacleHandle>> = None;
-    for (entity, cloth, mut state) in &mut cloths {
+    // The cloths reaching lowest along gravity step first: a cloth's pairs hand their
+    // reactions to the cloths stepped before it (see `other_cloths.rs`), so that one lying on
+    // another (a sheet in a hammock, a napkin on a tablecloth hanging over a table's edges)
+    // weighs it down. (A cloth not built yet is built in its turn.)
+    let mut order: Vec<(f64, Entity)> = cloths
+        .iter()
+        .map(|(entity, _, state)| {
+            let lowest = state.system.as_ref().map_or(0.0, |s| {
+                s.positions()
+                    .iter()
+                    .map(|p| p.dot(&gravity))
+                    .fold(f64::NEG_INFINITY, f64::max)
+            });
+            (lowest, entity)
+        })
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, entity) in order {
+        let Ok((entity, cloth, mut state)) = cloths.get_mut(entity) else {
+            continue;
+        };
         let state = &mut *state;
         // Where the entity is now (its `GlobalTransform` is last frame's until propagation).
         let Ok(transform) = transforms.compute_global_transform(entity) else {
@@ -159,6 +185,11 @@ pub(crate) fn step_cloths(
         }
         match stepped {
             Ok(()) => {
+                on_cloths.extend(system.neighbour_impulses().filter(|(id, _, _)| {
+                    layers
+                        .iter()
+                        .any(|l| l.entity.to_bits() == *id && l.entity != entity && l.stepped)
+                }));
                 // The body the pins ride on takes the whole cloth's momentum balance through
                 // its pins (its weight, drag and inertia, less what other things carried),
                 // shared equally among them, and nothing through its surface: the cloth
@@ -203,6 +234,7 @@ pub(crate) fn step_cloths(
         state.record(true);
     }
     drop(bodies);
+    give_to_cloths(&mut on_cloths, &mut cloths);
     world.cloth_on_rigid = on_rigid;
     // Skinned flesh is driven to its bones every step; a cloth on it is not passed on (see
     // `DeformableCloth`'s docs).
@@ -234,6 +266,35 @@ fn apply_reactions(
     });
 }
 
+/// Gives each cloth what the pairs of the cloths stepped after it put on its vertices
+/// (`(cloth, vertex, impulse)`, the cloth named by its entity's bits), for its next step.
+fn give_to_cloths(
+    on_cloths: &mut [(u64, usize, SimVec3)],
+    cloths: &mut Query<(Entity, &DeformableCloth, &mut ClothState)>,
+) {
+    if on_cloths.is_empty() {
+        return;
+    }
+    on_cloths.sort_by_key(|&(id, _, _)| id);
+    for (entity, _, mut state) in cloths.iter_mut() {
+        let id = entity.to_bits();
+        let from = on_cloths.partition_point(|&(of, _, _)| of < id);
+        let to = on_cloths.partition_point(|&(of, _, _)| of <= id);
+        if from == to {
+            continue;
+        }
+        let Some(system) = state.system.as_mut() else {
+            continue;
+        };
+        for &(_, v, impulse) in &on_cloths[from..to] {
+            // In range and finite: the cloth's own pairs named its vertices this step.
+            if let Err(e) = system.apply_impulse(v, impulse) {
+                warn!("cloth {entity}: {e}");
+            }
+        }
+    }
+}
+
 /// Calls `apply` once per body of `items` with that body's `(point, impulse)` pairs, in body
 /// order (each body's in the order they came).
 fn per_body<P: Copy>(
@@ -258,6 +319,8 @@ const CLOTH_REACH: f64 = 0.25;
 /// both (m, world).
 struct ClothLayer {
     entity: Entity,
+    /// Whether it stepped in this step of the cloths.
+    stepped: bool,
     mesh: Arc<ClothMesh>,
     start: Vec<SimVec3>,
     end: Vec<SimVec3>,
@@ -270,6 +333,7 @@ impl ClothLayer {
         let x = system.positions();
         Some(Self {
             entity,
+            stepped: false,
             mesh: system.shared_mesh().clone(),
             start: x.to_vec(),
             end: x.to_vec(),
@@ -285,6 +349,7 @@ impl ClothLayer {
         }
         self.start.copy_from_slice(start);
         self.end.copy_from_slice(end);
+        self.stepped = true;
         let ((a, b), (c, d)) = (
             crate::sim::mesh::bounds(start),
             crate::sim::mesh::bounds(end),

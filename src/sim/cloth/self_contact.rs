@@ -480,7 +480,10 @@ impl ClothSelfContacts {
 
     /// Coulomb friction between the pairs the last projection pushed (module docs): the
     /// relative tangential motion from `start` to `x` of each is cut by `friction` times how
-    /// far the sweeps since [`ClothSelfContacts::clear_pushes`] pushed it.
+    /// far the sweeps since [`ClothSelfContacts::clear_pushes`] pushed it. `touching` is told
+    /// each such pair: its four vertices, their coefficients `c_k` in the pair's distance
+    /// `sum c_k x_k`, and the size of its push over its weight `sum c_k^2 / m_k` (kg m: the
+    /// projection moved vertex `k` by `c_k` times it over `m_k`).
     pub fn apply_friction(
         &self,
         x: &mut [Vec3],
@@ -488,46 +491,49 @@ impl ClothSelfContacts {
         triangles: &[[u32; 3]],
         inverse_mass: &[f64],
         friction: f64,
+        mut touching: impl FnMut([usize; 4], [f64; 4], f64),
     ) {
-        let slide = |x: &mut [Vec3], vertices: &[usize], coefficients: &[f64], push: f64| {
-            if push <= 0.0 {
-                return;
-            }
-            let terms = || vertices.iter().zip(coefficients);
-            let weight: f64 = terms().map(|(&v, c)| c * c * inverse_mass[v]).sum();
-            if weight <= 0.0 {
-                return;
-            }
-            let mut moved = Vec3::zeros();
-            let mut normal = Vec3::zeros();
-            for (&v, &c) in terms() {
-                moved += (x[v] - start[v]) * c;
-                normal += x[v] * c;
-            }
-            let length = normal.norm();
-            if !(length > 0.0) {
-                return;
-            }
-            let normal = normal / length;
-            let tangential = moved - normal * normal.dot(&moved);
-            let along = tangential.norm();
-            let budget = friction * push;
-            let cut = if along <= budget {
-                tangential
-            } else {
-                tangential * (budget / along)
+        let mut slide =
+            |x: &mut [Vec3], vertices: [usize; 4], coefficients: [f64; 4], push: f64| {
+                if push <= 0.0 {
+                    return;
+                }
+                let terms = || vertices.iter().zip(coefficients.iter());
+                let weight: f64 = terms().map(|(&v, c)| c * c * inverse_mass[v]).sum();
+                if weight <= 0.0 {
+                    return;
+                }
+                let mut moved = Vec3::zeros();
+                let mut normal = Vec3::zeros();
+                for (&v, &c) in terms() {
+                    moved += (x[v] - start[v]) * c;
+                    normal += x[v] * c;
+                }
+                let length = normal.norm();
+                if !(length > 0.0) {
+                    return;
+                }
+                let normal = normal / length;
+                let tangential = moved - normal * normal.dot(&moved);
+                let along = tangential.norm();
+                let budget = friction * push;
+                let cut = if along <= budget {
+                    tangential
+                } else {
+                    tangential * (budget / along)
+                };
+                for (&v, &c) in terms() {
+                    x[v] -= cut * (c * inverse_mass[v] / weight);
+                }
+                touching(vertices, coefficients, push / weight);
             };
-            for (&v, &c) in terms() {
-                x[v] -= cut * (c * inverse_mass[v] / weight);
-            }
-        };
         for pair in &self.points {
             let v = pair.vertex as usize;
             let [a, b, c] = triangles[pair.triangle as usize].map(|i| i as usize);
             let Some((w, _, _)) = over_triangle(&x[v], &x[a], &x[b], &x[c]) else {
                 continue;
             };
-            slide(x, &[v, a, b, c], &[1.0, -w[0], -w[1], -w[2]], pair.push);
+            slide(x, [v, a, b, c], [1.0, -w[0], -w[1], -w[2]], pair.push);
         }
         for pair in &self.crossings {
             let [[a0, a1], [b0, b1]] = pair
@@ -536,7 +542,7 @@ impl ClothSelfContacts {
             let Some(((s, t), _, _)) = between_lines(&x[a0], &x[a1], &x[b0], &x[b1]) else {
                 continue;
             };
-            slide(x, &[a0, a1, b0, b1], &[1.0 - s, s, t - 1.0, -t], pair.push);
+            slide(x, [a0, a1, b0, b1], [1.0 - s, s, t - 1.0, -t], pair.push);
         }
     }
 

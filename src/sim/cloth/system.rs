@@ -35,6 +35,7 @@ use crate::sim::contact::ObstacleCollider;
 use crate::sim::math::Vec3;
 use crate::sim::sparse::{FactorError, SparseCholesky, SymmetricMatrix};
 
+mod neighbours;
 mod pins;
 
 /// How a cloth resists stretching in its plane.
@@ -270,6 +271,14 @@ pub enum ClothError {
     /// A pin names a vertex that does not exist.
     #[error("pin on vertex {vertex}, of {vertices}")]
     PinOutOfRange {
+        /// The vertex.
+        vertex: usize,
+        /// The number of vertices.
+        vertices: usize,
+    },
+    /// An impulse ([`ClothSystem::apply_impulse`]) names a vertex that does not exist.
+    #[error("impulse on vertex {vertex}, of {vertices}")]
+    VertexOutOfRange {
         /// The vertex.
         vertex: usize,
         /// The number of vertices.
@@ -715,7 +724,8 @@ impl ClothSystem {
     /// [`ClothSystem::step_among`], and kept the mean of the two thicknesses from each of the
     /// other `cloths` on the side of it where each pair was first seen, with friction, never
     /// passing through one along its path over the step (`other_cloths.rs`). The other cloths
-    /// do not move in this step.
+    /// do not move in this step; what the pairs put on them is
+    /// [`ClothSystem::neighbour_impulses`], for their next.
     ///
     /// # Errors
     /// As [`ClothSystem::step_among`], and [`ClothError::BadNeighbour`] for a neighbour with
@@ -811,6 +821,7 @@ impl ClothSystem {
                 self.mesh.triangles(),
                 &self.inverse_mass,
                 self.material.friction,
+                |_, _, _| {},
             );
         }
         self.other_cloths
@@ -852,6 +863,7 @@ impl ClothSystem {
             self.pins_total = Vec3::zeros();
             return Err(ClothError::Unstable);
         }
+        self.record_neighbour_impulses();
         self.record_pin_impulses();
         for ((v, x), x0) in self.v.iter_mut().zip(&self.x).zip(&self.start) {
             *v = (x - x0) / h;
@@ -986,6 +998,24 @@ impl ClothSystem {
     /// [`crate::sim::SoftWorld::apply_impulses_at`]) for contact both ways, one step late.
     pub fn obstacle_impulses(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
         self.contacts.impulses()
+    }
+
+    /// Adds `impulse` (N s) to `vertex`'s momentum for the next step: its velocity changes by
+    /// `impulse / m`. On a pinned vertex it passes to the pin's holder
+    /// ([`ClothSystem::pin_impulses`], [`ClothSystem::pins_total_impulse`]).
+    ///
+    /// # Errors
+    /// [`ClothError::VertexOutOfRange`] or [`ClothError::NonFinite`] (nothing changes).
+    pub fn apply_impulse(&mut self, vertex: usize, impulse: Vec3) -> Result<(), ClothError> {
+        let vertices = self.x.len();
+        if vertex >= vertices {
+            return Err(ClothError::VertexOutOfRange { vertex, vertices });
+        }
+        if !impulse.iter().all(|c| c.is_finite()) {
+            return Err(ClothError::NonFinite("impulse"));
+        }
+        self.v[vertex] += impulse / self.mass[vertex];
+        Ok(())
     }
 
     /// Positions (m).

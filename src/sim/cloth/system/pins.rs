@@ -18,9 +18,9 @@
 //!
 //! The pins' total also comes from the whole cloth's momentum balance, where the elastic forces
 //! cancel: `sum_v m_v (x1 - x0 - h v0) / h^2 = sum_v f_external + f_contacts + sum_pins f_pin`,
-//! `f_contacts` the obstacles' pushes on the cloth (the opposite of
-//! [`ClothSystem::obstacle_impulses`] over `h`). That total carries no stiffness: a holder given
-//! it feels the cloth's weight, drag and inertia, but not the stiff spring of the pinned
+//! `f_contacts` the obstacles' and the other cloths' pushes on the cloth (the opposite of
+//! [`ClothSystem::obstacle_impulses`] and [`ClothSystem::neighbour_impulses`] over `h`). That
+//! total carries no stiffness: a holder given it feels the cloth's weight, drag and inertia, but not the stiff spring of the pinned
 //! vertices' rows, which, handed to a light holder one step late (a 0.64 kg foam cube holding
 //! a 0.08 kg leather sheet by one edge), flung its vertices at thousands of m/s within eight
 //! steps (the world's speed guard froze it).
@@ -55,7 +55,12 @@ impl ClothSystem {
             let change = self.x[v] - self.start[v] - h * self.v[v];
             momentum += (self.mass[v] / h) * change - h * self.force[v];
         }
-        let contacts: Vec3 = self.contacts.impulses().map(|(_, _, j)| j).sum();
+        let contacts: Vec3 = self
+            .contacts
+            .impulses()
+            .map(|(_, _, j)| j)
+            .chain(self.neighbour_impulses().map(|(_, _, j)| j))
+            .sum();
         // On the holders: the opposite of the pins' share of the momentum change.
         self.pins_total = -momentum - contacts;
     }

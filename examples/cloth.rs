@@ -84,12 +84,10 @@ fn setup(
     ));
     commands.spawn((
         Name::new("flag"),
-        DeformableCloth {
-            iterations: 20,
-            ..DeformableCloth::rectangle(Vec2::new(0.8, 1.2), UVec2::new(12, 18))
-                .with_preset(ClothPreset::Silk)
-                .pin_edge(ClothEdge::MinZ)
-        },
+        DeformableCloth::rectangle(Vec2::new(0.8, 1.2), UVec2::new(12, 18))
+            .with_preset(ClothPreset::Silk)
+            .pin_edge(ClothEdge::MinZ)
+            .in_the_wind(),
         MeshMaterial3d(materials.add(cloth_look(Color::srgb(0.85, 0.15, 0.2)))),
         // Local x along the pole (down), local z along the wind (+x): the pinned edge
         // (z = -0.6) lies on the pole's surface.

@@ -452,6 +452,7 @@ fn build(
     let triangles: Arc<[u32]> = mesh.triangles().iter().flatten().copied().collect();
     let mut system = ClothSystem::new(Arc::new(mesh), cloth.preset.material(), dt)?;
     system.iterations = cloth.iterations.max(1) as usize;
+    system.chebyshev_rho = f64::from(cloth.chebyshev_rho);
     system.self_collision = cloth.self_collision;
     let same_shape = state
         .built

@@ -48,6 +48,10 @@ pub(super) fn cloth_section<'a>(
                     }
                 });
             ui.add(egui::Slider::new(&mut edited.iterations, 1..=40).text("iterations"));
+            ui.add(
+                egui::Slider::new(&mut edited.chebyshev_rho, 0.0..=0.99)
+                    .text("Chebyshev rho (in the air)"),
+            );
             ui.checkbox(&mut edited.self_collision, "self-collision");
             if edited != *cloth {
                 *cloth = edited;

@@ -16,6 +16,8 @@
 //! | `impact_zones.rs` | the fail-safe: continuous collision detection over the step, and the vertices of pairs that would pass through each other moved as one |
 //! | `system.rs` | [`ClothSystem`]: one cloth's implicit step: pins, gravity, wind and drag, damping |
 //! | `system/pins.rs` | the pins' reactions: per pin from its elastic row, all together from the cloth's momentum balance |
+//! | `system/neighbours.rs` | what the cloth's pairs put on other cloths: its momentum balance's share from them, shared among the pairs |
+//! | `system/chebyshev.rs` | Chebyshev extrapolation of the iterations while the cloth touches nothing, and their stopping rule |
 //!
 //! A cloth touches obstacles ([`ClothSystem::step_among`], `contact.rs`), and soft bodies
 //! through their surfaces as obstacles ([`crate::sim::SoftWorld::surface_obstacle`]); the
@@ -34,9 +36,11 @@
 //! undo what would pass through within the step, within 16 rounds, for a cloth that starts it
 //! uncrossed (`tests/sim_cloth_self.rs`). Other cloths are two-sided moving obstacles to it
 //! ([`ClothSystem::step_among_cloths`], `other_cloths.rs`): their vertices join these pairs
-//! and zones as vertices that do not move in its step (`tests/sim_cloth_pair.rs`). What it is
-//! not yet: part of a [`crate::sim::SoftWorld`] (a cloth is stepped on its own: a soft body
-//! feels it a step late, and another cloth not at all). `cargo bench --bench cloth`
+//! and zones as vertices that do not move in its step (`tests/sim_cloth_pair.rs`); what its
+//! pairs put on them ([`ClothSystem::neighbour_impulses`]) goes to the ones that stepped
+//! before it, for their next step (`system/neighbours.rs`). What it is not yet: part of a
+//! [`crate::sim::SoftWorld`] (a cloth is stepped on its own: a soft body feels it a step
+//! late, and another cloth only one way, `other_cloths.rs`). `cargo bench --bench cloth`
 //! (`docs/PERFORMANCE.md`): a 32 x 32 flag about 2 ms a step on one thread, 64 x 64 about
 //! 10. The local step runs its triangles in parallel, each triangle's targets formed from the
 //! eigenvectors of `F'F` without the left singular vectors (`system.rs`, `projection_forces`);
@@ -82,4 +86,7 @@ pub use membrane::{RestTriangle, area_limited, compose, svd32};
 pub use mesh::{ClothMesh, ClothMeshError, Hinge};
 pub use other_cloths::NeighbourCloth;
 pub use springs::{RestEdge, rest_edges, spring_energy, spring_target};
-pub use system::{BendingModel, ClothError, ClothMaterial, ClothSystem, InPlaneModel};
+pub use system::{
+    BendingModel, ClothError, ClothMaterial, ClothSystem, DEFAULT_CLOTH_ITERATIONS,
+    FLAG_CHEBYSHEV_RHO, FLAG_ITERATIONS, InPlaneModel,
+};

@@ -9,9 +9,9 @@
 //! (`sum_free f_elastic = -sum_pinned f_elastic`, each the last local step's projections
 //! `(J p)_v` less the row of the elastic matrix times the positions, `(L x1)_v`), and
 //! `f_obstacles` is the opposite of [`ClothSystem::obstacle_impulses`] over `h`. Self-collision
-//! and the impact zones are internal too. So a cloth resting on another puts its weight on it
-//! (times `h`) whatever the iterations left undone, and a cloth stopped by another hands it
-//! its momentum.
+//! is internal too; the impact zones with the other cloths count as theirs. So a cloth resting
+//! on another puts its weight on it (times `h`) whatever the iterations left undone, and a
+//! cloth stopped by another hands it its momentum.
 //!
 //! That total is shared among the pairs that touched in proportion to how far the last
 //! projection pushed each (over its weight), and each pair's share, reversed, among the
@@ -19,9 +19,10 @@
 //!
 //! Deviation from per-contact forces: the share of a pair is its push's, not its own momentum
 //! balance (a vertex's balance carries the elastic forces of the projections' moves after the
-//! last global solve, which are larger than a light cloth's weight: measured on a resting
-//! 6 x 6 denim sheet, per-vertex balances summed over the touching vertices came to many times
-//! the sheet's weight), so all of a step's reaction points the way of the total.
+//! last global solve, which are larger than a light cloth's weight: measured on a cotton
+//! hammock under a resting denim sheet, per-vertex balances summed over the touching vertices
+//! came to about 30 times the hammock's own weight), so all of a step's reaction points the
+//! way of the total.
 
 use super::{ClothSystem, PINNED};
 use crate::sim::math::Vec3;
@@ -62,9 +63,8 @@ impl ClothSystem {
     /// stepped before this cloth in its frame (those it stepped among along their paths;
     /// [`ClothSystem::apply_impulse`]), and steps first the cloths reaching lowest along
     /// gravity, so that a cloth under another feels its weight and impacts, one step late; a
-    /// neighbour
-    /// stepping after it feels this cloth through its own pairs (`other_cloths.rs` says why one
-    /// way).
+    /// neighbour stepping after it feels this cloth through its own pairs (`other_cloths.rs`
+    /// says why one way).
     pub fn neighbour_impulses(&self) -> impl Iterator<Item = (u64, usize, Vec3)> + '_ {
         self.other_cloths.impulses()
     }

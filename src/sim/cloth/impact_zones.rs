@@ -62,24 +62,11 @@ pub(super) struct ImpactZones {
 }
 
 impl ImpactZones {
-    /// The zones of a cloth of `triangles` at `rest` (m) with `edges` (each once).
-    pub fn new(rest: &[Vec3], triangles: &[[u32; 3]], edges: &[[u32; 2]]) -> Self {
+    /// The zones over the triangles and edges of `patches` (a cloth's own, or two cloths side
+    /// by side: [`PatchTree::between_sides`]).
+    pub fn on(patches: PatchTree) -> Self {
         Self {
-            patches: PatchTree::new(rest, triangles, edges),
-            ..Self::default()
-        }
-    }
-
-    /// The zones between two cloths side by side, `triangles[..split]` and
-    /// `triangles[split..]` (no vertex shared): only their pairs with each other are tested.
-    pub fn between_sides(
-        rest: &[Vec3],
-        triangles: &[[u32; 3]],
-        edges: &[[u32; 2]],
-        split: usize,
-    ) -> Self {
-        Self {
-            patches: PatchTree::between_sides(rest, triangles, edges, split),
+            patches,
             ..Self::default()
         }
     }
@@ -305,7 +292,7 @@ mod tests {
         assert!(any_impact(&start, &x, &triangles, &edges));
         let inverse_mass = vec![1.0; 6];
         let supports = vec![Vec3::zeros(); 6];
-        let mut zones = ImpactZones::new(&start, &triangles, &edges);
+        let mut zones = ImpactZones::on(PatchTree::new(&start, &triangles, &edges));
         let zoned = zones.resolve(&start, &mut x, (&inverse_mass, &supports), |_| true);
         assert_eq!(zoned, 6);
         assert!(!any_impact(&start, &x, &triangles, &edges));
@@ -325,7 +312,7 @@ mod tests {
         x[..3].iter_mut().for_each(|p| p.x += 0.01);
         let inverse_mass = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
         let none = vec![Vec3::zeros(); 6];
-        let mut zones = ImpactZones::new(&start, &triangles, &edges);
+        let mut zones = ImpactZones::on(PatchTree::new(&start, &triangles, &edges));
         zones.resolve(&start, &mut x, (&inverse_mass, &none), |_| true);
         assert!(!any_impact(&start, &x, &triangles, &edges));
         for v in 3..6 {

@@ -35,6 +35,7 @@
 //! still is stopped by it without pushing it.
 
 use super::impact_zones::ImpactZones;
+use super::patches::PatchTree;
 use super::self_contact::ClothSelfContacts;
 use super::springs::rest_edges;
 use crate::sim::math::Vec3;
@@ -182,8 +183,9 @@ impl OtherCloths {
             rest.extend_from_slice(c.start);
         }
         let split = triangles.len();
-        self.zones = ImpactZones::between_sides(&rest, &self.triangles, &all_edges, split);
-        self.contacts = ClothSelfContacts::between_sides(&rest, &self.triangles, &all_edges, split);
+        let patches = PatchTree::between_sides(&rest, &self.triangles, &all_edges, split);
+        self.zones = ImpactZones::on(patches.clone());
+        self.contacts = ClothSelfContacts::on(patches);
     }
 
     /// Whether this step has neighbours.

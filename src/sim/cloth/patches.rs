@@ -175,7 +175,7 @@ struct Found<'a> {
 }
 
 /// The patch hierarchy of one cloth, and its boxes and cones for the last query.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct PatchTree {
     triangles: Vec<[u32; 3]>,
     edges: Vec<[u32; 2]>,

@@ -216,24 +216,11 @@ pub(super) struct ClothSelfContacts {
 }
 
 impl ClothSelfContacts {
-    /// Contacts of a cloth of `triangles` at `rest` (m) with `edges` (each once).
-    pub fn new(rest: &[Vec3], triangles: &[[u32; 3]], edges: &[[u32; 2]]) -> Self {
+    /// Contacts over the triangles and edges of `patches` (a cloth's own, or two cloths side
+    /// by side: [`PatchTree::between_sides`]).
+    pub fn on(patches: PatchTree) -> Self {
         Self {
-            patches: PatchTree::new(rest, triangles, edges),
-            ..Self::default()
-        }
-    }
-
-    /// Contacts between two cloths side by side, `triangles[..split]` and
-    /// `triangles[split..]` (no vertex shared): only their pairs with each other.
-    pub fn between_sides(
-        rest: &[Vec3],
-        triangles: &[[u32; 3]],
-        edges: &[[u32; 2]],
-        split: usize,
-    ) -> Self {
-        Self {
-            patches: PatchTree::between_sides(rest, triangles, edges, split),
+            patches,
             ..Self::default()
         }
     }

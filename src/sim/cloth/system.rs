@@ -29,6 +29,7 @@ use super::membrane::{
 };
 use super::mesh::{ClothMesh, ClothMeshError};
 use super::other_cloths::{NeighbourCloth, OtherCloths};
+use super::patches::PatchTree;
 use super::self_contact::ClothSelfContacts;
 use super::springs::{RestEdge, rest_edges, spring_energy, spring_target};
 use crate::sim::contact::ObstacleCollider;
@@ -581,6 +582,7 @@ impl ClothSystem {
             .iter()
             .map(|e| e.ends)
             .collect();
+        let patches = PatchTree::new(p, mesh.triangles(), &edge_ends);
         let mut system = Self {
             material,
             h,
@@ -630,9 +632,9 @@ impl ClothSystem {
             curvature,
             contacts: ClothContacts::default(),
             self_collision: false,
-            self_contacts: ClothSelfContacts::new(p, mesh.triangles(), &edge_ends),
+            self_contacts: ClothSelfContacts::on(patches.clone()),
             inverse_mass: Vec::new(),
-            impact_zones: ImpactZones::new(p, mesh.triangles(), &edge_ends),
+            impact_zones: ImpactZones::on(patches),
             other_cloths: OtherCloths::default(),
             mesh,
         };
@@ -803,22 +805,27 @@ impl ClothSystem {
         self.project_contacts(obstacles, 0);
         let iterations = self.iterations.max(1);
         let (mut detections, mut neighbour_detections) = (0, 0);
-        self.chebyshev.begin(&self.x);
+        // Off by default: then no iterate is kept or measured.
+        let accelerated = self.chebyshev_rho > 0.0 || self.tolerance > 0.0;
+        if accelerated {
+            self.chebyshev.begin(&self.x);
+        }
         let in_contact = self.contacts.count() > 0 || self.other_cloths.active();
         for i in 0..iterations {
             self.iterate();
             let final_count = i + 1 == iterations;
             // Extrapolated only in the air, touching nothing, itself included (see
-            // `chebyshev.rs`), and never the last iterate, so that it is a plain solve of its
-            // own local step (the pins' reactions are worked out from that local step).
+            // `chebyshev.rs`), and never the last iterate (the `||` below skips it), so that it
+            // is a plain solve of its own local step (the pins' reactions are worked out from
+            // that local step).
             let touching_itself = self.self_collision && self.self_contacts.count() != (0, 0);
-            let rho = if final_count || in_contact || touching_itself {
+            let rho = if in_contact || touching_itself {
                 0.0
             } else {
                 self.chebyshev_rho
             };
-            let moved = self.chebyshev.extrapolate(&mut self.x, rho);
-            let last = final_count || moved <= self.tolerance;
+            let last = final_count
+                || (accelerated && self.chebyshev.extrapolate(&mut self.x, rho) <= self.tolerance);
             if self.other_cloths.active()
                 && (i == 0
                     || (neighbour_detections < MAX_SELF_DETECTIONS
@@ -851,7 +858,9 @@ impl ClothSystem {
             if last {
                 break;
             }
-            self.chebyshev.starts_from(&self.x);
+            if accelerated {
+                self.chebyshev.starts_from(&self.x);
+            }
         }
         if self.self_collision {
             self.self_contacts.apply_friction(
